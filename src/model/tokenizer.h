@@ -1,0 +1,71 @@
+// Tokenizers built from GGUF metadata: SentencePiece-style (`llama`, scores
+// and byte fallback) and GPT-2 byte-level BPE (`gpt2`, with the pre-tokenizer
+// named by tokenizer.ggml.pre). Special tokens and BOS/EOS as the metadata says.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gguf.h"
+#include "util/error.h"
+
+namespace clm {
+
+// tokenizer.ggml.token_type values.
+enum class TokenType : int32_t {
+  Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+};
+
+class Tokenizer {
+ public:
+  // Refuses, by name, tokenizer models or pre-tokenizers it does not support.
+  static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
+  virtual ~Tokenizer() = default;
+
+  // add_special: prepend BOS / append EOS as the metadata asks.
+  // parse_special: text matching a control or user-defined token becomes it.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
+  // The bytes a token stands for (byte tokens -> that byte, SPM "▁" -> space).
+  // Control tokens render as empty unless render_special.
+  virtual std::string token_to_piece(int32_t id, bool render_special = false) const = 0;
+
+  int n_vocab() const { return static_cast<int>(texts_.size()); }
+  int32_t bos_id() const { return bos_; }
+  int32_t eos_id() const { return eos_; }
+  bool add_bos() const { return add_bos_; }
+  bool add_eos() const { return add_eos_; }
+  // End of generation: EOS, EOT, or another end token named in the metadata.
+  bool is_end_of_generation(int32_t id) const;
+  std::string_view token_text(int32_t id) const { return texts_.at(static_cast<std::size_t>(id)); }
+  TokenType token_type(int32_t id) const { return types_.at(static_cast<std::size_t>(id)); }
+  // Whole-sequence decode (may drop a leading space as the model family does).
+  std::string decode(std::span<const int32_t> ids) const;
+
+ protected:
+  std::vector<std::string> texts_;
+  std::vector<TokenType> types_;
+  std::vector<int32_t> end_ids_;
+  int32_t bos_ = -1;
+  int32_t eos_ = -1;
+  bool add_bos_ = false;
+  bool add_eos_ = false;
+};
+
+// Turns a stream of tokens into text, holding back bytes until they form
+// complete UTF-8 characters, so nothing printed is ever broken UTF-8.
+class StreamDecoder {
+ public:
+  explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(int32_t token);
+  std::string flush();  // whatever is left; invalid bytes become U+FFFD
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::string pending_;
+};
+
+}  // namespace clm
