@@ -1,1 +1,17 @@
-int main() { return 0; }
+// clmcache: an inference engine for llama-family GGUF models that manages
+// its own KV cache.
+#include <CLI/CLI.hpp>
+
+#include "app/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"clmcache: LLM inference with a self-managed KV cache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "clmcache 0.1.0");
+  int exit_code = 0;
+  clm::register_run_command(app, exit_code);
+  clm::register_info_command(app, exit_code);
+  clm::register_make_model_command(app, exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

@@ -1,0 +1,56 @@
+#include "app/cli_flags.h"
+
+#include <cstdio>
+
+#include "app/model_source.h"
+#include "app/progress_bar.h"
+
+namespace clm {
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
+  cmd.add_option("-m,--model", f.model, "GGUF model file (default: $CLMCACHE_MODEL, else a synthetic demo model)");
+  cmd.add_option("-c,--ctx-size", f.n_ctx, "context size in tokens")->check(CLI::Range(1, 1 << 24));
+  cmd.add_option("-t,--threads", f.n_threads, "worker threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--kv-type", f.kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
+  cmd.add_option("--block-size", f.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+}
+
+void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
+  cmd.add_option("--temp", p.temperature, "temperature; 0 is greedy")->check(CLI::Range(0.0f, 100.0f));
+  cmd.add_option("--top-k", p.top_k, "keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--top-p", p.top_p, "nucleus sampling mass (1: off)")->check(CLI::Range(0.0f, 1.0f));
+  cmd.add_option("--min-p", p.min_p, "drop tokens below min-p times the best (0: off)")->check(CLI::Range(0.0f, 1.0f));
+  cmd.add_option("--repeat-penalty", p.repeat_penalty, "penalty for recently seen tokens (1: off)")
+      ->check(CLI::Range(0.0f, 10.0f));
+  cmd.add_option("--repeat-last-n", p.repeat_last_n, "window of the repeat penalty (-1: everything)")
+      ->check(CLI::Range(-1, 1 << 24));
+  cmd.add_option("--presence-penalty", p.presence_penalty, "subtract from tokens already present")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  cmd.add_option("--frequency-penalty", p.frequency_penalty, "subtract per occurrence of a token")
+      ->check(CLI::Range(-2.0f, 2.0f));
+  cmd.add_option("-s,--seed", p.seed, "random seed (same seed, same output)");
+}
+
+std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
+  auto source = resolve_model(f.model);
+  if (!source) {
+    std::fprintf(stderr, "clmcache: %s\n", source.error().message.c_str());
+    return nullptr;
+  }
+  EngineOptions options;
+  options.model_path = source->path;
+  options.n_ctx = f.n_ctx;
+  options.n_threads = f.n_threads;
+  options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
+  options.block_size = f.block_size;
+  ProgressBar bar("loading " + source->path);
+  options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
+  auto engine = Engine::create(options);
+  if (!engine) {
+    std::fprintf(stderr, "clmcache: %s\n", engine.error().message.c_str());
+    return nullptr;
+  }
+  return std::move(*engine);
+}
+
+}  // namespace clm

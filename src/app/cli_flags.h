@@ -1,0 +1,29 @@
+// Flags shared by the commands that load a model (run, and later chat and
+// serve), parsed into the engine's and sampler's option structs.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "engine/engine.h"
+#include "model/sampler.h"
+
+namespace clm {
+
+struct EngineFlags {
+  std::string model;
+  int n_ctx = 4096;
+  int n_threads = 0;
+  std::string kv_type = "f16";
+  int block_size = 32;
+};
+
+void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
+void add_sampler_flags(CLI::App& cmd, SamplerParams& params);
+
+// Resolves the model (see model_source.h), shows a progress bar for slow
+// loads, and builds the engine. Errors are printed; nullptr on failure.
+std::unique_ptr<Engine> load_engine(const EngineFlags& flags);
+
+}  // namespace clm

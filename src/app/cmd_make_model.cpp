@@ -1,0 +1,85 @@
+// `clmcache make-model`: write a synthetic llama or qwen2 GGUF of any shape
+// and weight type from a seed.
+#include <cstdio>
+
+#include "app/commands.h"
+#include "model/synthetic_model.h"
+
+namespace clm {
+
+namespace {
+
+struct MakeModelFlags {
+  std::string output;
+  std::string preset = "tiny";
+  std::string arch;
+  std::string weight_type = "f32";
+  int n_vocab = -1, n_embd = -1, n_ff = -1, n_layers = -1, n_heads = -1, n_kv_heads = -1, n_ctx = -1;
+  bool tied = false;
+  bool rope_freq_factors = false;
+  float rope_freq_base = -1.0f;
+  uint64_t seed = 1;
+};
+
+int make_model(const MakeModelFlags& f) {
+  auto spec = synthetic_preset(f.preset);
+  if (!spec) {
+    std::fprintf(stderr, "clmcache: %s\n", spec.error().message.c_str());
+    return 1;
+  }
+  SyntheticModelSpec& s = *spec;
+  auto set = [](int& dst, int v) {
+    if (v > 0) dst = v;
+  };
+  if (!f.arch.empty()) s.arch = f.arch;
+  set(s.n_vocab, f.n_vocab);
+  set(s.n_embd, f.n_embd);
+  set(s.n_ff, f.n_ff);
+  set(s.n_layers, f.n_layers);
+  set(s.n_heads, f.n_heads);
+  set(s.n_kv_heads, f.n_kv_heads);
+  set(s.n_ctx, f.n_ctx);
+  if (f.tied) s.tied_output = true;
+  s.rope_freq_factors = f.rope_freq_factors;
+  if (f.rope_freq_base > 0) s.rope_freq_base = f.rope_freq_base;
+  s.seed = f.seed;
+  auto type = parse_weight_type(f.weight_type);
+  if (!type) {
+    std::fprintf(stderr, "clmcache: unknown weight type '%s' (f32, f16, bf16, q8_0, q4_0)\n", f.weight_type.c_str());
+    return 1;
+  }
+  s.weight_type = *type;
+  if (auto ok = write_synthetic_model(s, f.output); !ok) {
+    std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "wrote %s: %s, %.2f M parameters, %s weights\n", f.output.c_str(), s.arch.c_str(),
+               static_cast<double>(parameter_count(s)) / 1e6, std::string(weight_type_name(s.weight_type)).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_make_model_command(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<MakeModelFlags>();
+  CLI::App* cmd = app.add_subcommand("make-model", "write a synthetic GGUF model (random weights, working tokenizer)");
+  cmd->add_option("-o,--output", f->output, "output GGUF path")->required();
+  cmd->add_option("--preset", f->preset, "base shape: tiny, demo, 110m, 1b")
+      ->check(CLI::IsMember({"tiny", "demo", "110m", "1b"}));
+  cmd->add_option("--arch", f->arch, "llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+  cmd->add_option("--type", f->weight_type, "weight type of the matrices: f32, f16, bf16, q8_0, q4_0");
+  cmd->add_option("--vocab", f->n_vocab, "vocabulary size");
+  cmd->add_option("--embd", f->n_embd, "embedding size");
+  cmd->add_option("--ff", f->n_ff, "feed-forward size");
+  cmd->add_option("--layers", f->n_layers, "layer count");
+  cmd->add_option("--heads", f->n_heads, "query heads");
+  cmd->add_option("--kv-heads", f->n_kv_heads, "key/value heads (GQA when fewer than --heads)");
+  cmd->add_option("--ctx", f->n_ctx, "trained context length written to the metadata");
+  cmd->add_option("--rope-base", f->rope_freq_base, "rope frequency base");
+  cmd->add_flag("--tied", f->tied, "tie the output matrix to the embedding (no output.weight)");
+  cmd->add_flag("--rope-freq-factors", f->rope_freq_factors, "write llama-3 style rope frequency factors");
+  cmd->add_option("--seed", f->seed, "seed of the weights");
+  cmd->callback([f, &exit_code] { exit_code = make_model(*f); });
+}
+
+}  // namespace clm

@@ -1,0 +1,13 @@
+// The CLI's subcommands. Each registers its flags on the app and, when
+// chosen, runs and stores its process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace clm {
+
+void register_run_command(CLI::App& app, int& exit_code);
+void register_info_command(CLI::App& app, int& exit_code);
+void register_make_model_command(CLI::App& app, int& exit_code);
+
+}  // namespace clm

@@ -1,0 +1,62 @@
+#include "cache/kv_pool.h"
+
+#include "util/check.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace clm {
+
+void KvPool::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+
+std::size_t KvPool::blocks_for_bytes(const KvGeometry& geometry, std::size_t memory_bytes) {
+  const std::size_t per_block = geometry.block_bytes();
+  return per_block == 0 ? 1 : std::max<std::size_t>(1, memory_bytes / per_block);
+}
+
+Result<std::unique_ptr<KvPool>> KvPool::create(const KvGeometry& geometry, std::size_t n_blocks) {
+  if (geometry.n_layers <= 0 || geometry.n_kv_heads <= 0 || geometry.head_dim <= 0 || geometry.block_size <= 0)
+    return fail("kv pool: invalid geometry");
+  if (n_blocks == 0 || n_blocks > (1u << 30)) return fail("kv pool: block count out of range");
+  const std::size_t bytes = geometry.block_bytes() * n_blocks;
+  if (bytes / n_blocks != geometry.block_bytes()) return fail("kv pool: size overflows");
+  constexpr std::size_t kAlign = 64;
+  const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  auto* raw = static_cast<std::byte*>(std::aligned_alloc(kAlign, rounded));
+  if (raw == nullptr)
+    return fail("kv pool: cannot allocate " + std::to_string(bytes >> 20) + " MiB for " +
+                std::to_string(n_blocks) + " blocks");
+  // Zeroed so that a slot read before being written is a well-defined 0.
+  std::memset(raw, 0, rounded);
+  std::unique_ptr<KvPool> pool(new KvPool());
+  pool->geometry_ = geometry;
+  pool->arena_.reset(raw);
+  pool->refcount_.assign(n_blocks, 0);
+  pool->free_.reserve(n_blocks);
+  // Stack order: low ids are handed out first.
+  for (std::size_t i = n_blocks; i-- > 0;) pool->free_.push_back(static_cast<BlockId>(i));
+  return pool;
+}
+
+BlockId KvPool::allocate() {
+  if (free_.empty()) return kNoBlock;
+  const BlockId id = free_.back();
+  free_.pop_back();
+  refcount_[static_cast<std::size_t>(id)] = 1;
+  return id;
+}
+
+void KvPool::retain(BlockId id) {
+  int32_t& rc = refcount_.at(static_cast<std::size_t>(id));
+  CLM_CHECK(rc > 0, "kv pool: retain of a free block");
+  ++rc;
+}
+
+void KvPool::release(BlockId id) {
+  int32_t& rc = refcount_.at(static_cast<std::size_t>(id));
+  CLM_CHECK(rc > 0, "kv pool: release of a free block");
+  if (--rc == 0) free_.push_back(id);
+}
+
+}  // namespace clm

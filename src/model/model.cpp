@@ -1,0 +1,182 @@
+#include "model/model.h"
+
+#include <cmath>
+#include <string>
+
+#include "kernels/attention.h"
+#include "kernels/ops.h"
+#include "kernels/quantize.h"
+
+namespace clm {
+
+namespace {
+
+void grow(std::vector<float>& v, std::size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+void add_in_place(float* x, const float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// Reads every page of the weights once, reporting progress, so that page
+// faults happen at load time and not inside the first request.
+void prefault(std::span<const std::byte> bytes, const std::function<void(float)>& on_progress) {
+  constexpr std::size_t kPage = 4096;
+  constexpr std::size_t kReportEvery = 64u << 20;
+  volatile unsigned char sink = 0;
+  for (std::size_t off = 0; off < bytes.size(); off += kPage) {
+    sink = static_cast<unsigned char>(sink + static_cast<unsigned char>(bytes[off]));
+    if (on_progress && off % kReportEvery == 0) on_progress(static_cast<float>(off) / static_cast<float>(bytes.size()));
+  }
+  if (on_progress) on_progress(1.0f);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
+  auto file = GgufFile::open(path);
+  if (!file) return fail(file.error().message);
+  auto config = read_model_config(*file);
+  if (!config) return fail(path + ": " + config.error().message);
+  auto weights = bind_weights(*file, *config);
+  if (!weights) return fail(path + ": " + weights.error().message);
+  auto tokenizer = Tokenizer::from_gguf(*file);
+  if (!tokenizer) return fail(path + ": " + tokenizer.error().message);
+  if ((*tokenizer)->n_vocab() > config->n_vocab)
+    return fail(path + ": tokenizer has " + std::to_string((*tokenizer)->n_vocab()) +
+                " tokens but the embedding only " + std::to_string(config->n_vocab));
+
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(*file);
+  m->config_ = std::move(*config);
+  m->weights_ = std::move(*weights);
+  m->tokenizer_ = std::move(*tokenizer);
+  if (options.prefault) prefault(m->file_.bytes().subspan(m->file_.data_offset()), options.on_progress);
+  return m;
+}
+
+uint64_t Model::weight_bytes() const {
+  uint64_t total = 0;
+  for (const auto& t : file_.tensors()) total += t.n_bytes;
+  return total;
+}
+
+Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size) const {
+  const KvGeometry& g = kv.geometry;
+  if (g.n_layers != config_.n_layers || g.n_kv_heads != config_.n_kv_heads || g.head_dim != config_.head_dim)
+    return fail("forward: KV geometry does not match the model");
+  for (std::size_t i = 0; i < batch.tokens.size(); ++i) {
+    const BatchToken& t = batch.tokens[i];
+    if (t.token < 0 || t.token >= config_.n_vocab)
+      return fail("forward: token id " + std::to_string(t.token) + " out of range");
+    if (t.seq < 0 || static_cast<std::size_t>(t.seq) >= kv.seqs.size())
+      return fail("forward: batch token " + std::to_string(i) + " names unknown sequence");
+    const KvSeqView& s = kv.seqs[static_cast<std::size_t>(t.seq)];
+    if (t.slot < 0 || static_cast<std::size_t>(t.slot) >= s.slot_positions.size() ||
+        static_cast<std::size_t>(t.slot / g.block_size) >= s.blocks.size())
+      return fail("forward: batch token " + std::to_string(i) + " has slot outside its sequence");
+    if (s.slot_positions[static_cast<std::size_t>(t.slot)] != t.pos)
+      return fail("forward: slot position does not match token position");
+  }
+  const std::size_t need = static_cast<std::size_t>(batch.n_outputs()) * static_cast<std::size_t>(config_.n_vocab);
+  if (logits_size < need) return fail("forward: logits buffer too small");
+  return {};
+}
+
+Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool) {
+  if (auto ok = check_batch(batch, kv, logits.size()); !ok) return ok;
+  if (batch.empty()) return {};
+  const ModelConfig& c = config_;
+  const KvGeometry& g = kv.geometry;
+  const std::size_t T = batch.tokens.size();
+  const std::size_t E = static_cast<std::size_t>(c.n_embd);
+  const std::size_t Q = static_cast<std::size_t>(c.n_heads * c.head_dim);
+  const std::size_t KV = static_cast<std::size_t>(c.n_kv_heads * c.head_dim);
+  const std::size_t F = static_cast<std::size_t>(c.n_ff);
+  const int n = static_cast<int>(T);
+  std::size_t max_slots = 0;
+  for (const auto& s : kv.seqs) max_slots = std::max(max_slots, s.slot_positions.size());
+
+  grow(s_.x, T * E);            // [T][E] residual stream
+  grow(s_.xn, T * E);           // [T][E] normed input / sublayer output
+  grow(s_.q, T * Q);            // [T][n_heads][head_dim]
+  grow(s_.k, T * KV);           // [T][n_kv_heads][head_dim]
+  grow(s_.v, T * KV);           // [T][n_kv_heads][head_dim]
+  grow(s_.attn, T * Q);         // [T][n_heads][head_dim] attention output
+  grow(s_.ffn_gate, T * F);     // [T][F]
+  grow(s_.ffn_up, T * F);       // [T][F]
+  grow(s_.att_scores, T * max_slots);  // [T][slots] per-token attention weights
+  float* x = s_.x.data();
+  float* xn = s_.xn.data();
+
+  for (std::size_t t = 0; t < T; ++t) {
+    const WeightMatrix& emb = weights_.token_embd;
+    dequantize_row(emb.type, emb.data + static_cast<std::size_t>(batch.tokens[t].token) * emb.row_bytes, x + t * E, E);
+  }
+
+  const bool neox = c.rope_layout == RopeLayout::NeoX;
+  const float* freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  for (int layer = 0; layer < c.n_layers; ++layer) {
+    const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+
+    // Attention sublayer.
+    for (std::size_t t = 0; t < T; ++t) rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    matmul(w.wq, xn, n, s_.q.data(), pool);
+    matmul(w.wk, xn, n, s_.k.data(), pool);
+    matmul(w.wv, xn, n, s_.v.data(), pool);
+    for (std::size_t t = 0; t < T; ++t) {
+      float* qt = s_.q.data() + t * Q;
+      float* kt = s_.k.data() + t * KV;
+      float* vt = s_.v.data() + t * KV;
+      if (w.bq != nullptr) {
+        add_bias(qt, w.bq, static_cast<int>(Q));
+        add_bias(kt, w.bk, static_cast<int>(KV));
+        add_bias(vt, w.bv, static_cast<int>(KV));
+      }
+      const BatchToken& bt = batch.tokens[t];
+      rope(qt, c.n_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);
+      rope(kt, c.n_kv_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);
+      // K/V go to the cache before anyone attends, so every token, in this
+      // batch or a later one, reads the same stored (possibly f16) values.
+      const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
+      write_kv(kt, vt, g, layer, sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)], bt.slot % g.block_size);
+    }
+    pool.parallel_for(T, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t t = begin; t < end; ++t) {
+        const BatchToken& bt = batch.tokens[t];
+        const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
+        attend_paged(s_.q.data() + t * Q, c.n_heads, g, layer, sv.blocks.data(), sv.slot_positions.data(),
+                     static_cast<int>(sv.slot_positions.size()), bt.pos, scale, s_.attn.data() + t * Q,
+                     s_.att_scores.data() + t * max_slots, nullptr);
+      }
+    });
+    matmul(w.wo, s_.attn.data(), n, xn, pool);
+    add_in_place(x, xn, T * E);
+
+    // Feed-forward sublayer (SwiGLU).
+    for (std::size_t t = 0; t < T; ++t) rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    matmul(w.w_gate, xn, n, s_.ffn_gate.data(), pool);
+    matmul(w.w_up, xn, n, s_.ffn_up.data(), pool);
+    silu_mul(s_.ffn_gate.data(), s_.ffn_up.data(), static_cast<int>(T * F));
+    matmul(w.w_down, s_.ffn_gate.data(), n, xn, pool);
+    add_in_place(x, xn, T * E);
+  }
+
+  // Output head, only for the rows that want logits.
+  const std::size_t n_out = static_cast<std::size_t>(batch.n_outputs());
+  if (n_out == 0) return {};
+  grow(s_.out_rows, n_out * E);  // [n_out][E]
+  std::size_t row = 0;
+  for (std::size_t t = 0; t < T; ++t) {
+    if (!batch.tokens[t].want_logits) continue;
+    rmsnorm(x + t * E, weights_.output_norm, c.n_embd, c.rms_eps, s_.out_rows.data() + row * E);
+    ++row;
+  }
+  matmul(weights_.output, s_.out_rows.data(), static_cast<int>(n_out), logits.data(), pool);
+  return {};
+}
+
+}  // namespace clm

@@ -1,0 +1,62 @@
+// A loaded llama-family model: file map, hyperparameters, bound weights and
+// tokenizer, and the forward pass over a Batch. The model reads and writes
+// K/V only through the KvView it is handed; it knows nothing of cache policy.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/batch.h"
+#include "model/gguf.h"
+#include "model/kv_view.h"
+#include "model/model_config.h"
+#include "model/tokenizer.h"
+#include "model/weights.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace clm {
+
+struct LoadOptions {
+  // Called with a fraction in [0, 1] while the weights are paged in.
+  std::function<void(float)> on_progress;
+  // Touch every weight page at load so the first request does not pay for it.
+  bool prefault = true;
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const LoadOptions& options = {});
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const GgufFile& file() const { return file_; }
+  // Total bytes of the weights in the file.
+  uint64_t weight_bytes() const;
+
+  // Runs one forward call. For every token, writes its K/V into its slot and
+  // attends to its sequence's slots at positions <= its own. Logits of the
+  // rows with want_logits are written in batch order to `logits`
+  // ([n_outputs][n_vocab]). Not reentrant: one call at a time per Model.
+  Status forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool);
+
+ private:
+  Model() = default;
+  Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size) const;
+
+  GgufFile file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+
+  // Scratch reused across calls; grown when a batch is larger than any before.
+  struct Scratch {
+    std::vector<float> x, xn, q, k, v, attn, ffn_gate, ffn_up, out_rows, att_scores;
+  } s_;
+};
+
+}  // namespace clm

@@ -1,0 +1,109 @@
+#include "model/model_config.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace clm {
+
+namespace {
+
+// Hyperparameters are bounded far above any real model so that a hostile
+// file cannot make us size buffers by absurd numbers.
+constexpr uint64_t kMaxDim = 1u << 20;
+constexpr uint64_t kMaxLayers = 1024;
+constexpr uint64_t kMaxVocab = 1u << 22;
+
+Result<int> read_dim(const GgufFile& f, const std::string& key, uint64_t max) {
+  auto v = f.get_uint(key);
+  if (!v) return fail(v.error().message);
+  if (*v == 0 || *v > max)
+    return fail("model: " + key + " = " + std::to_string(*v) + " is out of range (1.." + std::to_string(max) + ")");
+  return static_cast<int>(*v);
+}
+
+Result<int> read_dim_or(const GgufFile& f, const std::string& key, uint64_t max, int fallback) {
+  if (f.find(key) == nullptr) return fallback;
+  return read_dim(f, key, max);
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& f) {
+  ModelConfig c;
+  auto arch = f.get_string("general.architecture");
+  if (!arch) return fail("model: missing general.architecture");
+  c.arch_name = std::string(*arch);
+  if (c.arch_name == "llama") {
+    c.arch = Arch::Llama;
+    c.rope_layout = RopeLayout::Adjacent;
+  } else if (c.arch_name == "qwen2") {
+    c.arch = Arch::Qwen2;
+    c.rope_layout = RopeLayout::NeoX;
+    c.qkv_bias = true;
+  } else {
+    return fail("model: unsupported architecture '" + c.arch_name + "' (supported: llama, qwen2)");
+  }
+  if (auto name = f.get_string("general.name")) c.name = std::string(*name);
+
+  const std::string p = c.arch_name + ".";
+  auto assign = [](int& dst, Result<int> r) -> Status {
+    if (!r) return std::unexpected(r.error());
+    dst = *r;
+    return {};
+  };
+  if (auto s = assign(c.n_embd, read_dim(f, p + "embedding_length", kMaxDim)); !s) return std::unexpected(s.error());
+  if (auto s = assign(c.n_layers, read_dim(f, p + "block_count", kMaxLayers)); !s) return std::unexpected(s.error());
+  if (auto s = assign(c.n_ff, read_dim(f, p + "feed_forward_length", kMaxDim)); !s) return std::unexpected(s.error());
+  if (auto s = assign(c.n_heads, read_dim(f, p + "attention.head_count", kMaxDim)); !s) return std::unexpected(s.error());
+  if (auto s = assign(c.n_kv_heads, read_dim_or(f, p + "attention.head_count_kv", kMaxDim, c.n_heads)); !s)
+    return std::unexpected(s.error());
+  if (auto s = assign(c.n_ctx_train, read_dim_or(f, p + "context_length", 1u << 24, 2048)); !s)
+    return std::unexpected(s.error());
+  if (c.n_embd % c.n_heads != 0)
+    return fail("model: embedding_length " + std::to_string(c.n_embd) + " is not a multiple of head_count " +
+                std::to_string(c.n_heads));
+  if (auto s = assign(c.head_dim, read_dim_or(f, p + "attention.key_length", kMaxDim, c.n_embd / c.n_heads)); !s)
+    return std::unexpected(s.error());
+  if (c.n_heads % c.n_kv_heads != 0)
+    return fail("model: head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
+                std::to_string(c.n_kv_heads));
+  if (auto s = assign(c.n_rot, read_dim_or(f, p + "rope.dimension_count", kMaxDim, c.head_dim)); !s)
+    return std::unexpected(s.error());
+  if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
+    return fail("model: rope.dimension_count " + std::to_string(c.n_rot) + " must be even and <= head dim " +
+                std::to_string(c.head_dim));
+
+  if (f.find(p + "attention.layer_norm_rms_epsilon") != nullptr) {
+    auto eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
+    if (!eps) return fail(eps.error().message);
+    if (!(*eps > 0.0 && *eps < 1.0)) return fail("model: layer_norm_rms_epsilon out of range");
+    c.rms_eps = static_cast<float>(*eps);
+  }
+  if (f.find(p + "rope.freq_base") != nullptr) {
+    auto base = f.get_float(p + "rope.freq_base");
+    if (!base) return fail(base.error().message);
+    if (!(*base > 1.0 && std::isfinite(*base))) return fail("model: rope.freq_base out of range");
+    c.rope_freq_base = static_cast<float>(*base);
+  }
+
+  const GgufTensorInfo* embd = f.tensor("token_embd.weight");
+  if (embd == nullptr) return fail("model: missing tensor token_embd.weight");
+  if (embd->dims.size() != 2 || embd->dims[0] != static_cast<uint64_t>(c.n_embd) || embd->dims[1] == 0 ||
+      embd->dims[1] > kMaxVocab)
+    return fail("model: token_embd.weight has an unexpected shape");
+  c.n_vocab = static_cast<int>(embd->dims[1]);
+  c.tied_output = f.tensor("output.weight") == nullptr;
+
+  if (const GgufTensorInfo* ff = f.tensor("rope_freqs.weight")) {
+    if (ff->type != WeightType::F32 || ff->dims.size() != 1 || ff->dims[0] != static_cast<uint64_t>(c.n_rot / 2))
+      return fail("model: rope_freqs.weight must be F32 with rope.dimension_count/2 entries");
+    c.rope_freq_factors.resize(static_cast<std::size_t>(c.n_rot / 2));
+    std::memcpy(c.rope_freq_factors.data(), ff->data, c.rope_freq_factors.size() * sizeof(float));
+    for (float x : c.rope_freq_factors)
+      if (!(x > 0.0f && std::isfinite(x))) return fail("model: rope_freqs.weight holds a non-positive factor");
+  }
+  return c;
+}
+
+}  // namespace clm

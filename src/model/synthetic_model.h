@@ -1,0 +1,43 @@
+// Synthetic llama / qwen2 models: any shape and weight type, weights drawn
+// from a seeded generator, with a working tokenizer. They are the models of
+// the tests and benchmarks; their text is meaningless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/weight_type.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct SyntheticModelSpec {
+  std::string arch = "llama";  // "llama" or "qwen2"
+  std::string name = "synthetic";
+  int n_vocab = 512;
+  int n_embd = 64;
+  int n_ff = 172;
+  int n_layers = 2;
+  int n_heads = 4;
+  int n_kv_heads = 4;
+  int n_ctx = 2048;
+  WeightType weight_type = WeightType::F32;  // of the matrices; norms and biases stay F32
+  bool tied_output = false;                  // omit output.weight
+  bool rope_freq_factors = false;            // write llama-3 style rope_freqs.weight
+  float rope_freq_base = 10000.0f;
+  uint64_t seed = 1;
+};
+
+// Named shapes: "tiny" (tests), "demo" (the README's first command),
+// "110m" and "1b" (benchmarks, llama shapes of about that many parameters).
+Result<SyntheticModelSpec> synthetic_preset(std::string_view name);
+std::vector<std::string> synthetic_preset_names();
+// Checks the spec for shapes the engine cannot run, with a clear message.
+Status validate(const SyntheticModelSpec& spec);
+uint64_t parameter_count(const SyntheticModelSpec& spec);
+
+Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
+
+}  // namespace clm

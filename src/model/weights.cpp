@@ -1,0 +1,100 @@
+#include "model/weights.h"
+
+#include <string>
+
+#include "kernels/quantize.h"
+
+namespace clm {
+
+namespace {
+
+std::string shape_string(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+class Binder {
+ public:
+  explicit Binder(const GgufFile& file) : file_(file) {}
+
+  // A matrix of `rows` outputs by `cols` inputs (ggml dims [cols, rows]).
+  Result<WeightMatrix> matrix(const std::string& name, int cols, int rows) {
+    const GgufTensorInfo* t = file_.tensor(name);
+    if (t == nullptr) return fail("model: missing tensor " + name);
+    if (t->dims.size() != 2 || t->dims[0] != static_cast<uint64_t>(cols) || t->dims[1] != static_cast<uint64_t>(rows))
+      return fail("model: tensor " + name + " has shape " + shape_string(t->dims) + ", expected [" +
+                  std::to_string(cols) + ", " + std::to_string(rows) + "]");
+    const auto info = weight_type_info(static_cast<uint32_t>(t->type));
+    if (!info || !info->supported)
+      return fail("model: tensor " + name + " has type " + std::string(weight_type_name(t->type)) +
+                  ", which this engine cannot compute with (supported: F32, F16, BF16, Q8_0, Q4_0)");
+    return WeightMatrix{t->type, t->data, rows, cols, row_bytes(t->type, static_cast<std::size_t>(cols))};
+  }
+
+  // A vector of n values, converted to f32 and kept in `owned`.
+  Result<const float*> vector(const std::string& name, int n, std::vector<std::vector<float>>& owned) {
+    const GgufTensorInfo* t = file_.tensor(name);
+    if (t == nullptr) return fail("model: missing tensor " + name);
+    if (t->dims.size() != 1 || t->dims[0] != static_cast<uint64_t>(n))
+      return fail("model: tensor " + name + " has shape " + shape_string(t->dims) + ", expected [" +
+                  std::to_string(n) + "]");
+    const auto info = weight_type_info(static_cast<uint32_t>(t->type));
+    if (!info || !info->supported || static_cast<std::size_t>(n) % info->block_elems != 0)
+      return fail("model: tensor " + name + " has unsupported type " + std::string(weight_type_name(t->type)));
+    std::vector<float>& v = owned.emplace_back(static_cast<std::size_t>(n));
+    dequantize_row(t->type, t->data, v.data(), v.size());
+    return v.data();
+  }
+
+ private:
+  const GgufFile& file_;
+};
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
+  ModelWeights w;
+  // Pointers into `owned` stay valid as it grows: a moved std::vector keeps its buffer.
+  Binder b(file);
+  const int q_dim = c.n_heads * c.head_dim;
+  const int kv_dim = c.n_kv_heads * c.head_dim;
+
+#define CLM_BIND(dst, expr)                              \
+  do {                                                   \
+    auto r_ = (expr);                                    \
+    if (!r_) return std::unexpected(r_.error());         \
+    dst = *r_;                                           \
+  } while (0)
+
+  CLM_BIND(w.token_embd, b.matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  CLM_BIND(w.output_norm, b.vector("output_norm.weight", c.n_embd, w.owned));
+  if (c.tied_output) {
+    w.output = w.token_embd;
+  } else {
+    CLM_BIND(w.output, b.matrix("output.weight", c.n_embd, c.n_vocab));
+  }
+  w.layers.resize(static_cast<std::size_t>(c.n_layers));
+  for (int i = 0; i < c.n_layers; ++i) {
+    LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    CLM_BIND(l.attn_norm, b.vector(p + "attn_norm.weight", c.n_embd, w.owned));
+    CLM_BIND(l.wq, b.matrix(p + "attn_q.weight", c.n_embd, q_dim));
+    CLM_BIND(l.wk, b.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
+    CLM_BIND(l.wv, b.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+    CLM_BIND(l.wo, b.matrix(p + "attn_output.weight", q_dim, c.n_embd));
+    if (c.qkv_bias) {
+      CLM_BIND(l.bq, b.vector(p + "attn_q.bias", q_dim, w.owned));
+      CLM_BIND(l.bk, b.vector(p + "attn_k.bias", kv_dim, w.owned));
+      CLM_BIND(l.bv, b.vector(p + "attn_v.bias", kv_dim, w.owned));
+    }
+    CLM_BIND(l.ffn_norm, b.vector(p + "ffn_norm.weight", c.n_embd, w.owned));
+    CLM_BIND(l.w_gate, b.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
+    CLM_BIND(l.w_up, b.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    CLM_BIND(l.w_down, b.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  }
+#undef CLM_BIND
+  return w;
+}
+
+}  // namespace clm

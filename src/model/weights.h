@@ -1,0 +1,41 @@
+// The tensors of a llama-family model bound to their roles. Matrices are used
+// in place from the memory map; small vectors (norms, biases) are converted
+// to f32 once at load. Every tensor's shape and type is checked here so the
+// forward pass can trust them.
+#pragma once
+
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "model/gguf.h"
+#include "model/model_config.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;  // [n_embd]
+  WeightMatrix wq;                   // [n_heads*head_dim][n_embd]
+  WeightMatrix wk;                   // [n_kv_heads*head_dim][n_embd]
+  WeightMatrix wv;                   // [n_kv_heads*head_dim][n_embd]
+  WeightMatrix wo;                   // [n_embd][n_heads*head_dim]
+  const float* bq = nullptr;         // qwen2 only
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* ffn_norm = nullptr;   // [n_embd]
+  WeightMatrix w_gate;               // [n_ff][n_embd]
+  WeightMatrix w_up;                 // [n_ff][n_embd]
+  WeightMatrix w_down;               // [n_embd][n_ff]
+};
+
+struct ModelWeights {
+  WeightMatrix token_embd;           // [n_vocab][n_embd], rows looked up
+  const float* output_norm = nullptr;
+  WeightMatrix output;               // [n_vocab][n_embd]; token_embd when tied
+  std::vector<LayerWeights> layers;
+  std::vector<std::vector<float>> owned;  // storage of the f32 vectors above
+};
+
+Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& config);
+
+}  // namespace clm
