@@ -1,0 +1,115 @@
+// Drives the real clmcache executable: make-model, info, run.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_command.h"
+#include "support/test_paths.h"
+
+namespace clm {
+namespace {
+
+using test::run_command;
+using test::shell_quote;
+
+std::string cli() { return shell_quote(test::cli_binary()); }
+
+TEST(Cli, RunJsonOnRealModelMatchesGolden) {
+  std::ifstream in(test::shared_file("golden/stories260K.jsonl"));
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const auto golden = nlohmann::json::parse(line);
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = run_command(cli() + " run --json --temp 0 -n 16 --top-logprobs 3 -m " + shell_quote(model) +
+                             " -p " + shell_quote(golden["prompt"].get<std::string>()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["prompt_token_ids"], golden["prompt_token_ids"]);
+  const auto ids = out["token_ids"].get<std::vector<int>>();
+  const auto want = golden["generated_token_ids"].get<std::vector<int>>();
+  ASSERT_EQ(ids.size(), 16u);
+  EXPECT_TRUE(std::equal(ids.begin(), ids.end(), want.begin()));
+  ASSERT_EQ(out["logprobs"].size(), 16u);
+  EXPECT_EQ(out["logprobs"][0]["top_logprobs"].size(), 3u);
+  EXPECT_EQ(out["logprobs"][0]["top_logprobs"][0]["id"], want[0]);
+  EXPECT_TRUE(out["text"].is_string());
+}
+
+TEST(Cli, StreamsTextWithPromptEcho) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = run_command(cli() + " run --temp 0 -n 8 -m " + shell_quote(model) + " -p 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little", 0), 0u) << r.out;
+}
+
+TEST(Cli, MakeModelThenInfoAndRunForEveryArchAndType) {
+  const std::string dir = test::temp_dir();
+  for (const std::string arch : {"llama", "qwen2"}) {
+    for (const std::string type : {"f16", "q8_0", "q4_0"}) {
+      const std::string path = dir + "/" + arch + "-" + type + ".gguf";
+      auto made = run_command(cli() + " make-model -o " + shell_quote(path) + " --arch " + arch + " --type " + type +
+                              " --kv-heads 2");
+      ASSERT_EQ(made.exit_code, 0) << made.err;
+      auto info = run_command(cli() + " info " + shell_quote(path));
+      ASSERT_EQ(info.exit_code, 0) << info.err;
+      EXPECT_NE(info.out.find("architecture:  " + arch), std::string::npos) << info.out;
+      auto run = run_command(cli() + " run --json --temp 0 -n 5 --ignore-eos -m " + shell_quote(path) +
+                             " -p 'hello world'");
+      ASSERT_EQ(run.exit_code, 0) << run.err;
+      EXPECT_EQ(nlohmann::json::parse(run.out)["token_ids"].size(), 5u) << arch << " " << type;
+    }
+  }
+}
+
+TEST(Cli, SameSeedSameSample) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const std::string cmd = cli() + " run --json --temp 1 -n 24 --seed 42 -m " + shell_quote(model) + " -p 'The dog'";
+  const auto a = run_command(cmd), b = run_command(cmd);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["token_ids"], nlohmann::json::parse(b.out)["token_ids"]);
+}
+
+TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
+  const std::string dir = test::temp_dir();
+  auto missing = run_command(cli() + " run -m " + shell_quote(dir + "/nope.gguf") + " -p hi");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("nope.gguf"), std::string::npos) << missing.err;
+
+  const std::string junk = dir + "/junk.gguf";
+  std::ofstream(junk) << "this is not a model";
+  auto bad = run_command(cli() + " info " + shell_quote(junk));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("gguf"), std::string::npos) << bad.err;
+
+  auto bad_type = run_command(cli() + " make-model -o " + shell_quote(dir + "/x.gguf") + " --type q9_9");
+  EXPECT_NE(bad_type.exit_code, 0);
+  EXPECT_NE(bad_type.err.find("q9_9"), std::string::npos) << bad_type.err;
+
+  auto bad_shape = run_command(cli() + " make-model -o " + shell_quote(dir + "/y.gguf") + " --heads 5");
+  EXPECT_NE(bad_shape.exit_code, 0);
+  EXPECT_NE(bad_shape.err.find("multiple"), std::string::npos) << bad_shape.err;
+
+  auto too_long = run_command(cli() + " run -c 4 -m " + shell_quote(test::shared_file("models/stories260K.gguf")) +
+                              " -p 'Once upon a time there was'");
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
+TEST(Cli, NoModelGeneratesTheSyntheticDemoOnceAndSaysSo) {
+  const std::string cache = test::temp_dir();
+  const std::string env = "env -u CLMCACHE_MODEL XDG_CACHE_HOME=" + shell_quote(cache) + " ";
+  auto first = run_command(env + cli() + " run -n 4 --temp 0 -p hello");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.err.find("meaningless"), std::string::npos) << first.err;
+  EXPECT_NE(first.err.find("writing a synthetic demo model"), std::string::npos);
+  auto second = run_command(env + cli() + " run -n 4 --temp 0 -p hello");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.err.find("writing a synthetic demo model"), std::string::npos) << "generated twice";
+  EXPECT_EQ(first.out, second.out);
+}
+
+}  // namespace
+}  // namespace clm

@@ -1,0 +1,111 @@
+#include "cache/kv_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "cache/block_table.h"
+
+namespace clm {
+namespace {
+
+KvGeometry small_geometry() {
+  KvGeometry g;
+  g.n_layers = 2;
+  g.n_kv_heads = 2;
+  g.head_dim = 4;
+  g.block_size = 4;
+  g.type = KvType::F16;
+  return g;
+}
+
+TEST(KvPool, AllocatesDistinctBlocksUntilExhausted) {
+  auto pool = KvPool::create(small_geometry(), 5);
+  ASSERT_TRUE(pool);
+  std::set<BlockId> seen;
+  for (int i = 0; i < 5; ++i) {
+    const BlockId id = (*pool)->allocate();
+    ASSERT_NE(id, kNoBlock);
+    EXPECT_TRUE(seen.insert(id).second);
+    EXPECT_EQ((*pool)->refcount(id), 1);
+  }
+  EXPECT_EQ((*pool)->allocate(), kNoBlock);
+  EXPECT_EQ((*pool)->n_free(), 0u);
+}
+
+TEST(KvPool, BlockBytesDoNotOverlap) {
+  const KvGeometry g = small_geometry();
+  auto pool = KvPool::create(g, 3);
+  ASSERT_TRUE(pool);
+  const BlockId a = (*pool)->allocate(), b = (*pool)->allocate();
+  const auto pa = reinterpret_cast<uintptr_t>((*pool)->block_data(a));
+  const auto pb = reinterpret_cast<uintptr_t>((*pool)->block_data(b));
+  EXPECT_GE(pa > pb ? pa - pb : pb - pa, g.block_bytes());
+  EXPECT_EQ(g.block_bytes(), 2u * 2u * 2u * 4u * 4u * 2u);  // layers * K|V * heads * tokens * dim * f16
+}
+
+TEST(KvPool, RetainReleaseReturnsBlockAtZero) {
+  auto pool = KvPool::create(small_geometry(), 2);
+  ASSERT_TRUE(pool);
+  KvPool& p = **pool;
+  const BlockId id = p.allocate();
+  p.retain(id);
+  EXPECT_EQ(p.refcount(id), 2);
+  p.release(id);
+  EXPECT_EQ(p.n_free(), 1u);
+  p.release(id);
+  EXPECT_EQ(p.refcount(id), 0);
+  EXPECT_EQ(p.n_free(), 2u);
+}
+
+TEST(KvPool, RejectsBadGeometryAndSizes) {
+  KvGeometry g = small_geometry();
+  EXPECT_FALSE(KvPool::create(g, 0));
+  g.head_dim = 0;
+  EXPECT_FALSE(KvPool::create(g, 4));
+}
+
+TEST(KvPool, BlocksForBytesRoundsDownButKeepsOne) {
+  const KvGeometry g = small_geometry();
+  EXPECT_EQ(KvPool::blocks_for_bytes(g, g.block_bytes() * 7 + 1), 7u);
+  EXPECT_EQ(KvPool::blocks_for_bytes(g, 1), 1u);
+}
+
+TEST(BlockTable, ReservesWholeBlocksAndReleasesThem) {
+  auto pool = KvPool::create(small_geometry(), 4);
+  ASSERT_TRUE(pool);
+  KvPool& p = **pool;
+  BlockTable t;
+  ASSERT_TRUE(t.reserve(p, 5));  // 5 slots of 4 -> 2 blocks
+  EXPECT_EQ(t.blocks().size(), 2u);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(t.append(10 + i), i);
+  ASSERT_TRUE(t.reserve(p, 3));  // fits in the second block
+  EXPECT_EQ(t.blocks().size(), 2u);
+  ASSERT_TRUE(t.reserve(p, 4));  // needs a third
+  EXPECT_EQ(t.blocks().size(), 3u);
+  const KvSeqView v = t.view();
+  EXPECT_EQ(v.blocks.size(), 3u);
+  ASSERT_EQ(v.slot_positions.size(), 5u);
+  EXPECT_EQ(v.slot_positions[4], 14);
+  EXPECT_EQ(v.blocks[1], p.block_data(t.blocks()[1]));
+  t.release(p);
+  EXPECT_EQ(p.n_free(), 4u);
+  EXPECT_EQ(t.n_slots(), 0);
+}
+
+TEST(BlockTable, FailedReserveChangesNothing) {
+  auto pool = KvPool::create(small_geometry(), 2);
+  ASSERT_TRUE(pool);
+  KvPool& p = **pool;
+  BlockTable t;
+  ASSERT_TRUE(t.reserve(p, 4));
+  auto r = t.reserve(p, 9);  // would need 2 more blocks, only 1 free
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("kv cache full"), std::string::npos);
+  EXPECT_EQ(t.blocks().size(), 1u);
+  EXPECT_EQ(p.n_free(), 1u);
+  t.release(p);
+}
+
+}  // namespace
+}  // namespace clm

@@ -1,0 +1,107 @@
+// The real TinyStories model must reproduce llama.cpp's greedy continuations
+// token for token and its top-5 probabilities within 1e-3.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine.h"
+#include "support/test_paths.h"
+
+namespace clm {
+namespace {
+
+// Positions whose top-1/top-2 log-probability margin is below this may flip
+// between two correct float implementations (different summation orders);
+// the comparison of greedy tokens stops at the first such position and the
+// test says so. The probability comparison covers every compared position.
+constexpr double kMarginTolerance = 1e-3;
+constexpr double kProbTolerance = 1e-3;
+
+std::vector<nlohmann::json> read_lines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+class Golden : public ::testing::TestWithParam<KvType> {};
+
+void check_case(Engine& engine, const nlohmann::json& c) {
+  const std::string prompt = c["prompt"];
+  const auto expected_prompt = c["prompt_token_ids"].get<std::vector<int32_t>>();
+  const auto expected_ids = c["generated_token_ids"].get<std::vector<int32_t>>();
+  const auto& top = c["top_logprobs"];
+  const Tokenizer& tok = engine.model().tokenizer();
+
+  std::vector<int32_t> ids = tok.encode(prompt, true, false);
+  ASSERT_EQ(ids, expected_prompt) << "prompt: " << prompt;
+
+  GenerateOptions opt;
+  opt.max_tokens = static_cast<int>(expected_ids.size());
+  opt.top_logprobs = 5;
+  opt.sampler.temperature = 0.0f;
+  opt.sampler.repeat_penalty = 1.0f;
+  std::vector<GeneratedToken> got;
+  auto stats = engine.generate(ids, opt, [&](const GeneratedToken& t) {
+    got.push_back(t);
+    return true;
+  });
+  ASSERT_TRUE(stats) << stats.error().message;
+
+  std::size_t compared = 0;
+  for (std::size_t i = 0; i < expected_ids.size() && i < got.size(); ++i) {
+    const auto& ref = top[i];
+    const double margin = ref[0][1].get<double>() - ref[1][1].get<double>();
+    // Probabilities of the reference top-5 under our distribution.
+    for (const auto& entry : ref) {
+      const int32_t id = entry[0];
+      const double ref_p = std::exp(entry[1].get<double>());
+      double our_lp = -INFINITY;
+      for (const auto& [oid, lp] : got[i].top_logprobs)
+        if (oid == id) our_lp = lp;
+      if (our_lp == -INFINITY) {
+        // Outside our top-5: it must then be tiny in the reference too.
+        EXPECT_LT(ref_p, kProbTolerance) << "prompt '" << prompt << "' pos " << i << " token " << id;
+      } else {
+        EXPECT_NEAR(std::exp(our_lp), ref_p, kProbTolerance) << "prompt '" << prompt << "' pos " << i << " token " << id;
+      }
+    }
+    ++compared;
+    if (margin < kMarginTolerance) {
+      std::cout << "[ note ] prompt '" << prompt << "': stopped comparing at position " << i
+                << " (top-1/top-2 margin " << margin << " < " << kMarginTolerance << ")\n";
+      break;
+    }
+    ASSERT_EQ(got[i].id, expected_ids[i]) << "prompt '" << prompt << "' position " << i;
+  }
+  EXPECT_GE(compared, 8u) << "too few positions compared for prompt '" << prompt << "'";
+}
+
+TEST_P(Golden, GreedyContinuationsAndTop5MatchLlamaCpp) {
+  EngineOptions o;
+  o.model_path = test::shared_file("models/stories260K.gguf");
+  o.n_ctx = 512;
+  o.n_threads = 2;
+  o.kv_type = GetParam();
+  auto engine = Engine::create(o);
+  ASSERT_TRUE(engine) << engine.error().message;
+  const auto cases = read_lines(test::shared_file("golden/stories260K.jsonl"));
+  ASSERT_EQ(cases.size(), 8u);
+  for (const auto& c : cases) check_case(**engine, c);
+  const auto bos = read_lines(test::shared_file("golden/stories260K_bos_only.jsonl"));
+  ASSERT_EQ(bos.size(), 1u);
+  check_case(**engine, bos[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, Golden, ::testing::Values(KvType::F16, KvType::F32),
+                         [](const auto& info) { return info.param == KvType::F16 ? "f16" : "f32"; });
+
+}  // namespace
+}  // namespace clm
