@@ -1,0 +1,240 @@
+// A deliberately simple forward pass in double precision, written apart from
+// the engine (contiguous cache, plain loops, weights dequantized up front),
+// against which the engine's logits are compared on synthetic models.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cache/block_table.h"
+#include "cache/kv_pool.h"
+#include "kernels/quantize.h"
+#include "model/model.h"
+#include "model/synthetic_model.h"
+#include "support/test_paths.h"
+
+namespace clm {
+namespace {
+
+using Mat = std::vector<double>;  // row-major [rows][cols]
+
+struct RefLayer {
+  Mat attn_norm, wq, wk, wv, wo, bq, bk, bv, ffn_norm, gate, up, down;
+};
+
+struct RefModel {
+  ModelConfig c;
+  Mat embd, out_norm, out;
+  std::vector<RefLayer> layers;
+};
+
+Mat load(const GgufFile& f, const std::string& name) {
+  const GgufTensorInfo* t = f.tensor(name);
+  if (t == nullptr) return {};
+  std::vector<float> tmp(t->n_elements);
+  const std::size_t cols = t->dims[0];
+  const std::size_t rows = t->n_elements / cols;
+  const std::size_t rb = row_bytes(t->type, cols);
+  for (std::size_t r = 0; r < rows; ++r) dequantize_row(t->type, t->data + r * rb, tmp.data() + r * cols, cols);
+  return Mat(tmp.begin(), tmp.end());
+}
+
+RefModel load_reference(const GgufFile& f, const ModelConfig& c) {
+  RefModel m;
+  m.c = c;
+  m.embd = load(f, "token_embd.weight");
+  m.out_norm = load(f, "output_norm.weight");
+  m.out = load(f, "output.weight");
+  if (m.out.empty()) m.out = m.embd;
+  for (int i = 0; i < c.n_layers; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    RefLayer l;
+    l.attn_norm = load(f, p + "attn_norm.weight");
+    l.wq = load(f, p + "attn_q.weight");
+    l.wk = load(f, p + "attn_k.weight");
+    l.wv = load(f, p + "attn_v.weight");
+    l.wo = load(f, p + "attn_output.weight");
+    l.bq = load(f, p + "attn_q.bias");
+    l.bk = load(f, p + "attn_k.bias");
+    l.bv = load(f, p + "attn_v.bias");
+    l.ffn_norm = load(f, p + "ffn_norm.weight");
+    l.gate = load(f, p + "ffn_gate.weight");
+    l.up = load(f, p + "ffn_up.weight");
+    l.down = load(f, p + "ffn_down.weight");
+    m.layers.push_back(std::move(l));
+  }
+  return m;
+}
+
+std::vector<double> matvec(const Mat& w, const std::vector<double>& x) {
+  const std::size_t cols = x.size(), rows = w.size() / cols;
+  std::vector<double> y(rows, 0.0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t i = 0; i < cols; ++i) y[r] += w[r * cols + i] * x[i];
+  return y;
+}
+
+std::vector<double> rmsnorm(const std::vector<double>& x, const Mat& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  std::vector<double> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
+  return y;
+}
+
+void rope(std::vector<double>& v, int n_heads, const ModelConfig& c, int pos) {
+  for (int h = 0; h < n_heads; ++h) {
+    double* head = v.data() + h * c.head_dim;
+    for (int i = 0; i < c.n_rot / 2; ++i) {
+      double theta = pos * std::pow(static_cast<double>(c.rope_freq_base), -2.0 * i / c.n_rot);
+      if (!c.rope_freq_factors.empty()) theta /= c.rope_freq_factors[static_cast<std::size_t>(i)];
+      const int a = c.rope_layout == RopeLayout::NeoX ? i : 2 * i;
+      const int b = c.rope_layout == RopeLayout::NeoX ? i + c.n_rot / 2 : 2 * i + 1;
+      const double x0 = head[a], x1 = head[b];
+      head[a] = x0 * std::cos(theta) - x1 * std::sin(theta);
+      head[b] = x0 * std::sin(theta) + x1 * std::cos(theta);
+    }
+  }
+}
+
+// Logits after each token of `tokens`, fed one at a time from position 0.
+std::vector<std::vector<double>> reference_logits(const RefModel& m, const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = m.c;
+  const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+  std::vector<std::vector<std::vector<double>>> kcache(c.n_layers), vcache(c.n_layers);
+  std::vector<std::vector<double>> all;
+  for (int pos = 0; pos < static_cast<int>(tokens.size()); ++pos) {
+    const std::size_t E = static_cast<std::size_t>(c.n_embd);
+    std::vector<double> x(m.embd.begin() + static_cast<long>(tokens[pos] * E),
+                          m.embd.begin() + static_cast<long>((tokens[pos] + 1) * E));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const RefLayer& L = m.layers[static_cast<std::size_t>(l)];
+      auto xn = rmsnorm(x, L.attn_norm, c.rms_eps);
+      auto q = matvec(L.wq, xn), k = matvec(L.wk, xn), v = matvec(L.wv, xn);
+      for (std::size_t i = 0; i < L.bq.size(); ++i) q[i] += L.bq[i];
+      for (std::size_t i = 0; i < L.bk.size(); ++i) k[i] += L.bk[i];
+      for (std::size_t i = 0; i < L.bv.size(); ++i) v[i] += L.bv[i];
+      rope(q, c.n_heads, c, pos);
+      rope(k, c.n_kv_heads, c, pos);
+      kcache[l].push_back(k);
+      vcache[l].push_back(v);
+      std::vector<double> att(q.size(), 0.0);
+      for (int h = 0; h < c.n_heads; ++h) {
+        const int kvh = h / group;
+        std::vector<double> s(static_cast<std::size_t>(pos + 1));
+        double mx = -1e300;
+        for (int t = 0; t <= pos; ++t) {
+          double d = 0;
+          for (int i = 0; i < hd; ++i) d += q[h * hd + i] * kcache[l][t][kvh * hd + i];
+          s[t] = d / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[t]);
+        }
+        double sum = 0;
+        for (double& e : s) sum += (e = std::exp(e - mx));
+        for (int t = 0; t <= pos; ++t)
+          for (int i = 0; i < hd; ++i) att[h * hd + i] += s[t] / sum * vcache[l][t][kvh * hd + i];
+      }
+      auto o = matvec(L.wo, att);
+      for (std::size_t i = 0; i < E; ++i) x[i] += o[i];
+      xn = rmsnorm(x, L.ffn_norm, c.rms_eps);
+      auto g = matvec(L.gate, xn), u = matvec(L.up, xn);
+      for (std::size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+      auto d = matvec(L.down, g);
+      for (std::size_t i = 0; i < E; ++i) x[i] += d[i];
+    }
+    all.push_back(matvec(m.out, rmsnorm(x, m.out_norm, c.rms_eps)));
+  }
+  return all;
+}
+
+// The engine's logits after each token, prefilled in one batch.
+std::vector<std::vector<float>> engine_logits(Model& model, const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = model.config();
+  KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 16, KvType::F32};
+  auto pool = KvPool::create(g, 8);
+  EXPECT_TRUE(pool);
+  BlockTable table;
+  EXPECT_TRUE(table.reserve(**pool, static_cast<int>(tokens.size())));
+  Batch batch;
+  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) batch.add(tokens[i], i, 0, table.append(i), true);
+  std::vector<float> logits(tokens.size() * static_cast<std::size_t>(c.n_vocab));
+  const KvSeqView seq = table.view();
+  ThreadPool threads(2);
+  auto ok = model.forward(batch, KvView{g, {&seq, 1}}, logits, threads);
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().message);
+  table.release(**pool);
+  std::vector<std::vector<float>> out;
+  for (std::size_t t = 0; t < tokens.size(); ++t)
+    out.emplace_back(logits.begin() + static_cast<long>(t * c.n_vocab),
+                     logits.begin() + static_cast<long>((t + 1) * c.n_vocab));
+  return out;
+}
+
+struct Case {
+  std::string label;
+  std::string arch;
+  int n_heads, n_kv_heads;
+  WeightType type;
+  bool tied;
+  bool freq_factors;
+};
+
+class ReferenceForward : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ReferenceForward, EngineMatchesSimpleReference) {
+  const Case& k = GetParam();
+  SyntheticModelSpec s;
+  s.arch = k.arch;
+  s.n_vocab = 320;
+  s.n_embd = 64 * (k.n_heads >= 8 ? 2 : 1);
+  s.n_ff = 96;
+  s.n_layers = 2;
+  s.n_heads = k.n_heads;
+  s.n_kv_heads = k.n_kv_heads;
+  s.weight_type = k.type;
+  s.tied_output = k.tied;
+  s.rope_freq_factors = k.freq_factors;
+  s.seed = 7;
+  const std::string path = test::temp_dir() + "/m.gguf";
+  ASSERT_TRUE(write_synthetic_model(s, path));
+  auto model = Model::load(path);
+  ASSERT_TRUE(model) << model.error().message;
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.tied_output, k.tied);
+  EXPECT_EQ(c.rope_layout, k.arch == "qwen2" ? RopeLayout::NeoX : RopeLayout::Adjacent);
+  EXPECT_EQ(c.n_heads / c.n_kv_heads, k.n_heads / k.n_kv_heads);
+
+  const RefModel ref = load_reference((*model)->file(), c);
+  const std::vector<int32_t> tokens = {1, 17, 300, 42, 42, 5, 260, 99, 3, 150, 77, 200, 11, 319, 64, 8, 250, 33, 2, 123};
+  const auto want = reference_logits(ref, tokens);
+  const auto got = engine_logits(**model, tokens);
+  double worst = 0;
+  for (std::size_t t = 0; t < tokens.size(); ++t)
+    for (std::size_t v = 0; v < want[t].size(); ++v) worst = std::max(worst, std::abs(want[t][v] - got[t][v]));
+  // Q8_0/Q4_0 matmuls quantize activations to 8 bits, which costs more than
+  // f32 rounding; the float types must agree to 1e-3.
+  const double tolerance = (k.type == WeightType::Q8_0 || k.type == WeightType::Q4_0) ? 2e-2 : 1e-3;
+  EXPECT_LE(worst, tolerance) << k.label;
+  // And the comparison is not vacuous: logits vary.
+  double spread = 0;
+  for (double v : want.back()) spread = std::max(spread, std::abs(v - want.back()[0]));
+  EXPECT_GT(spread, 0.1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ReferenceForward,
+    ::testing::Values(Case{"llama_gqa1_f32", "llama", 4, 4, WeightType::F32, false, false},
+                      Case{"llama_gqa4_f32_tied", "llama", 8, 2, WeightType::F32, true, false},
+                      Case{"llama_gqa8_f16", "llama", 8, 1, WeightType::F16, false, false},
+                      Case{"llama_gqa1_bf16_freqs", "llama", 4, 4, WeightType::BF16, false, true},
+                      Case{"llama_gqa4_q8_0", "llama", 8, 2, WeightType::Q8_0, false, false},
+                      Case{"llama_gqa1_q4_0_tied", "llama", 4, 4, WeightType::Q4_0, true, false},
+                      Case{"qwen2_gqa4_f32", "qwen2", 8, 2, WeightType::F32, false, false},
+                      Case{"qwen2_gqa1_f16_tied", "qwen2", 4, 4, WeightType::F16, true, false},
+                      Case{"qwen2_gqa8_q8_0", "qwen2", 8, 1, WeightType::Q8_0, false, false}),
+    [](const auto& info) { return info.param.label; });
+
+}  // namespace
+}  // namespace clm
