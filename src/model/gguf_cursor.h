@@ -46,11 +46,9 @@ class ByteCursor {
     const uint64_t at = pos_;
     auto len = read<uint64_t>(std::string(what) + " length");
     if (!len) return std::unexpected(len.error());
-    if (*len > remaining()) {
-      pos_ = at;
+    if (*len > remaining())
       return fail(std::string(what) + " at byte " + std::to_string(at) + ": string length " +
                   std::to_string(*len) + " exceeds remaining " + std::to_string(remaining()) + " bytes");
-    }
     const auto* p = reinterpret_cast<const char*>(bytes_.data() + pos_);
     pos_ += *len;
     return std::string_view(p, static_cast<std::size_t>(*len));
