@@ -30,6 +30,13 @@ constexpr uint32_t kMaxDims = 4;
 constexpr uint64_t kMinKvBytes = 8 + 4 + 1;                // empty key, type, u8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 8 + 4 + 8;  // empty name, 1 dim, type, offset
 
+// Counts are checked against the remaining bytes, but one byte can stand for
+// a 40-byte GgufValue; reserving only this much up front keeps a hostile count
+// from costing more memory than the bytes actually parsed.
+constexpr uint64_t kMaxReserve = 4096;
+
+std::size_t reserve_size(uint64_t count) { return static_cast<std::size_t>(std::min(count, kMaxReserve)); }
+
 constexpr uint32_t kMaxValueType = static_cast<uint32_t>(GgufValueType::FLOAT64);
 
 std::string num(uint64_t v) { return std::to_string(v); }
@@ -115,7 +122,7 @@ Result<GgufValue> read_array(ByteCursor& c, int depth) {
                 num(c.remaining()) + " bytes can hold");
   auto array = std::make_shared<GgufArray>();
   array->elem_type = *elem_type;
-  array->items.reserve(static_cast<std::size_t>(*count));
+  array->items.reserve(reserve_size(*count));
   for (uint64_t i = 0; i < *count; ++i) {
     auto item = read_value(c, *elem_type, depth + 1);
     if (!item) return fail("array element #" + num(i) + ": " + item.error().message);
@@ -320,7 +327,7 @@ Result<GgufFile> GgufFile::parse(std::span<const std::byte> bytes) {
   GgufFile out;
   out.bytes_ = bytes;
   out.version_ = header->version;
-  out.kv_.reserve(static_cast<std::size_t>(header->kv_count));
+  out.kv_.reserve(reserve_size(header->kv_count));
   std::unordered_set<std::string_view> keys;
   for (uint64_t i = 0; i < header->kv_count; ++i) {
     const uint64_t at = c.pos();
@@ -344,7 +351,7 @@ Result<GgufFile> GgufFile::parse(std::span<const std::byte> bytes) {
     out.alignment_ = kDefaultAlignment;
   }
 
-  out.tensors_.reserve(static_cast<std::size_t>(header->tensor_count));
+  out.tensors_.reserve(reserve_size(header->tensor_count));
   std::unordered_set<std::string_view> names;
   for (uint64_t i = 0; i < header->tensor_count; ++i) {
     auto info = read_tensor_info(c, i, out.alignment_);
