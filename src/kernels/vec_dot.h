@@ -20,6 +20,11 @@ struct VecKernels {
   // The activation quants must lie in [-127, 127] (what quantize_row makes).
   float (*dot_q8_0)(const std::byte* w, const std::byte* xq, std::size_t n);
   float (*dot_q4_0)(const std::byte* w, const std::byte* xq, std::size_t n);
+  // Four activation rows (x_stride bytes apart) against one weight row, so the
+  // weight blocks are unpacked once. out[r] is bitwise what dot_* returns for
+  // row r alone: only the loop order differs.
+  void (*dot4_q8_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_q4_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   // y[i] += a * v[i] for v stored as f32 / f16.
   void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
   void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);

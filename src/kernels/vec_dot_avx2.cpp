@@ -105,26 +105,43 @@ inline float scale(const std::byte* wb, const std::byte* xb) {
   return f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
 }
 
-// Even blocks into acc0, odd into acc1, combined once at the end.
-template <std::size_t kWBytes, class Unpack>
-float block_dot(const std::byte* w, const std::byte* xq, std::size_t n, Unpack unpack) {
+// Even blocks into acc0, odd into acc1, combined once at the end. R activation
+// rows (x_stride bytes apart) share each unpacked weight block; every output
+// still sees exactly the operations of the R = 1 case, so tiling never changes
+// a result.
+template <std::size_t R, std::size_t kWBytes, class Unpack>
+void block_dot(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out,
+               Unpack unpack) {
   const std::size_t nb = n / kQuantBlockElems;
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 acc[R][2];
+  for (std::size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (std::size_t b = 0; b < nb; ++b) {
     const std::byte* wb = w + b * kWBytes;
-    const std::byte* xb = xq + b * sizeof(BlockQ8_0);
-    const __m256i xv = load256(reinterpret_cast<const std::byte*>(block_q8_values(xb)));
-    const __m256 p = _mm256_cvtepi32_ps(block_dot_i32(unpack(wb), xv));
-    acc[b & 1] = _mm256_fmadd_ps(_mm256_set1_ps(scale(wb, xb)), p, acc[b & 1]);
+    const __m256i wv = unpack(wb);
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* xb = xq + r * x_stride + b * sizeof(BlockQ8_0);
+      const __m256 p = _mm256_cvtepi32_ps(block_dot_i32(wv, unpack_q8(xb)));
+      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_set1_ps(scale(wb, xb)), p, acc[r][b & 1]);
+    }
   }
-  return hsum(_mm256_add_ps(acc[0], acc[1]));
+  for (std::size_t r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
 }
 
 float dot_q8_0(const std::byte* w, const std::byte* xq, std::size_t n) {
-  return block_dot<sizeof(BlockQ8_0)>(w, xq, n, unpack_q8);
+  float out;
+  block_dot<1, sizeof(BlockQ8_0)>(w, xq, 0, n, &out, unpack_q8);
+  return out;
 }
 float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
-  return block_dot<sizeof(BlockQ4_0)>(w, xq, n, unpack_q4);
+  float out;
+  block_dot<1, sizeof(BlockQ4_0)>(w, xq, 0, n, &out, unpack_q4);
+  return out;
+}
+void dot4_q8_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ8_0)>(w, xq, x_stride, n, out, unpack_q8);
+}
+void dot4_q4_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ4_0)>(w, xq, x_stride, n, out, unpack_q4);
 }
 
 template <class Load>
@@ -148,7 +165,7 @@ namespace clm {
 
 // Outside the target region: callable on any CPU, it only hands out addresses.
 const VecKernels& avx2_vec_kernels() {
-  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16};
+  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4_q8_0, dot4_q4_0, axpy_f32, axpy_f16};
   return k;
 }
 

@@ -120,37 +120,60 @@ inline float scale(const std::byte* wb, const std::byte* xb) {
 }
 
 // Block pairs into a 16-lane accumulator; an odd last block into an 8-lane one;
-// both folded the same way for every n with the same block count.
-template <std::size_t kWBytes, class Unpack>
-float block_dot(const std::byte* w, const std::byte* xq, std::size_t n, Unpack unpack) {
+// both folded the same way for every n with the same block count. R
+// activation rows (x_stride bytes apart) share each unpacked weight pair;
+// every output still sees exactly the operations of the R = 1 case.
+template <std::size_t R, std::size_t kWBytes, class Unpack>
+void block_dot(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out,
+               Unpack unpack) {
   constexpr std::size_t kXBytes = sizeof(BlockQ8_0);
   const std::size_t nb = n / kQuantBlockElems;
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[R];
+  __m256 tail[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    tail[r] = _mm256_setzero_ps();
+  }
   std::size_t b = 0;
   for (; b + 2 <= nb; b += 2) {
     const std::byte* w0 = w + b * kWBytes;
     const std::byte* w1 = w0 + kWBytes;
-    const std::byte* x0 = xq + b * kXBytes;
-    const std::byte* x1 = x0 + kXBytes;
-    const __m512i p = pair_dot_i32(join(unpack(w0), unpack(w1)), join(unpack_q8(x0), unpack_q8(x1)));
-    const __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(scale(w0, x0)), _mm512_set1_ps(scale(w1, x1)));
-    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc);
+    const __m512i wv = join(unpack(w0), unpack(w1));
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* x0 = xq + r * x_stride + b * kXBytes;
+      const std::byte* x1 = x0 + kXBytes;
+      const __m512i p = pair_dot_i32(wv, join(unpack_q8(x0), unpack_q8(x1)));
+      const __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(scale(w0, x0)), _mm512_set1_ps(scale(w1, x1)));
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc[r]);
+    }
   }
-  __m256 tail = _mm256_setzero_ps();
   if (b < nb) {
     const std::byte* wb = w + b * kWBytes;
-    const std::byte* xb = xq + b * kXBytes;
-    const __m256 p = _mm256_cvtepi32_ps(block_dot_i32(unpack(wb), unpack_q8(xb)));
-    tail = _mm256_mul_ps(_mm256_set1_ps(scale(wb, xb)), p);
+    const __m256i wv = unpack(wb);
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* xb = xq + r * x_stride + b * kXBytes;
+      const __m256 p = _mm256_cvtepi32_ps(block_dot_i32(wv, unpack_q8(xb)));
+      tail[r] = _mm256_mul_ps(_mm256_set1_ps(scale(wb, xb)), p);
+    }
   }
-  return hsum256(_mm256_add_ps(fold512(acc), tail));
+  for (std::size_t r = 0; r < R; ++r) out[r] = hsum256(_mm256_add_ps(fold512(acc[r]), tail[r]));
 }
 
 float dot_q8_0(const std::byte* w, const std::byte* xq, std::size_t n) {
-  return block_dot<sizeof(BlockQ8_0)>(w, xq, n, unpack_q8);
+  float out;
+  block_dot<1, sizeof(BlockQ8_0)>(w, xq, 0, n, &out, unpack_q8);
+  return out;
 }
 float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
-  return block_dot<sizeof(BlockQ4_0)>(w, xq, n, unpack_q4);
+  float out;
+  block_dot<1, sizeof(BlockQ4_0)>(w, xq, 0, n, &out, unpack_q4);
+  return out;
+}
+void dot4_q8_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ8_0)>(w, xq, x_stride, n, out, unpack_q8);
+}
+void dot4_q4_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ4_0)>(w, xq, x_stride, n, out, unpack_q4);
 }
 
 template <class Load>
@@ -175,7 +198,7 @@ namespace clm {
 
 // Outside the target region: callable on any CPU, it only hands out addresses.
 const VecKernels& avx512_vec_kernels() {
-  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16};
+  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4_q8_0, dot4_q4_0, axpy_f32, axpy_f16};
   return k;
 }
 

@@ -81,6 +81,12 @@ float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
   return sum;
 }
 
+// The reference has no tiling: four independent dots.
+template <float (*Dot)(const std::byte*, const std::byte*, std::size_t)>
+void dot4(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  for (std::size_t r = 0; r < 4; ++r) out[r] = Dot(w, xq + r * x_stride, n);
+}
+
 void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f32(v, i);
 }
@@ -91,7 +97,7 @@ void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
 }  // namespace
 
 const VecKernels& scalar_vec_kernels() {
-  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16};
+  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4<dot_q8_0>, dot4<dot_q4_0>, axpy_f32, axpy_f16};
   return k;
 }
 
