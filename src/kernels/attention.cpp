@@ -1,0 +1,88 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "kernels/vec_dot.h"
+#include "util/half.h"
+
+namespace clm {
+
+namespace {
+
+void store_row(const float* src, std::size_t n, KvType type, std::byte* dst) {
+  if (type == KvType::F32) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint16_t h = f32_to_f16(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+}  // namespace
+
+void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, std::byte* const* blocks,
+                  const int32_t* slot_positions, int n_slots, int32_t query_pos, float scale, float* out,
+                  float* scratch, float* slot_mass) {
+  assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0);
+  const VecKernels& k = active_vec_kernels();
+  const auto dot = g.type == KvType::F16 ? k.dot_f16 : k.dot_f32;
+  const auto axpy = g.type == KvType::F16 ? k.axpy_f16 : k.axpy_f32;
+  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
+  const std::size_t row = hd * g.elem_bytes();
+  const int bs = g.block_size;
+  const int group = n_heads / g.n_kv_heads;
+  auto visible = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= query_pos; };
+  auto slot_row = [&](int s) { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; };
+
+  for (int h = 0; h < n_heads; ++h) {
+    const int kvh = h / group;
+    const std::size_t k_off = g.k_offset(layer, kvh);
+    const std::size_t v_off = g.v_offset(layer, kvh);
+    const float* qh = q + static_cast<std::size_t>(h) * hd;
+    float* oh = out + static_cast<std::size_t>(h) * hd;
+    std::fill(oh, oh + hd, 0.0f);
+
+    float max = -std::numeric_limits<float>::infinity();
+    bool any = false;
+    for (int s = 0; s < n_slots; ++s) {
+      if (!visible(s)) continue;
+      scratch[s] = dot(slot_row(s) + k_off, qh, hd) * scale;
+      max = std::fmax(max, scratch[s]);
+      any = true;
+    }
+    if (!any) continue;
+
+    float sum = 0.0f;
+    for (int s = 0; s < n_slots; ++s) {
+      if (!visible(s)) continue;
+      scratch[s] = std::exp(scratch[s] - max);
+      sum += scratch[s];
+    }
+    const float inv = 1.0f / sum;
+    for (int s = 0; s < n_slots; ++s) {
+      if (!visible(s)) continue;
+      const float p = scratch[s] * inv;
+      axpy(p, slot_row(s) + v_off, oh, hd);
+      if (slot_mass) slot_mass[s] += p;
+    }
+  }
+}
+
+void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,
+              int offset_in_block) {
+  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
+  const std::size_t at = static_cast<std::size_t>(offset_in_block) * hd * g.elem_bytes();
+  for (int h = 0; h < g.n_kv_heads; ++h) {
+    const std::size_t src = static_cast<std::size_t>(h) * hd;
+    store_row(k + src, hd, g.type, block + g.k_offset(layer, h) + at);
+    store_row(v + src, hd, g.type, block + g.v_offset(layer, h) + at);
+  }
+}
+
+}  // namespace clm

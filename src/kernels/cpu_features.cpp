@@ -1,0 +1,53 @@
+#include "kernels/cpu_features.h"
+
+#include <atomic>
+
+namespace clm {
+
+namespace {
+std::atomic<KernelPath>& active_path() {
+  static std::atomic<KernelPath> path{best_kernel_path()};
+  return path;
+}
+}  // namespace
+
+bool kernel_path_supported(KernelPath p) {
+  switch (p) {
+    case KernelPath::Scalar: return true;
+    case KernelPath::Avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case KernelPath::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  }
+  return false;
+}
+
+KernelPath best_kernel_path() {
+  static const KernelPath best = [] {
+    if (kernel_path_supported(KernelPath::Avx512) && kernel_path_supported(KernelPath::Avx2))
+      return KernelPath::Avx512;
+    if (kernel_path_supported(KernelPath::Avx2)) return KernelPath::Avx2;
+    return KernelPath::Scalar;
+  }();
+  return best;
+}
+
+KernelPath active_kernel_path() { return active_path().load(std::memory_order_relaxed); }
+
+void set_kernel_path(KernelPath p) {
+  if (p == KernelPath::Avx512 && !(kernel_path_supported(p) && kernel_path_supported(KernelPath::Avx2)))
+    p = KernelPath::Avx2;
+  if (p == KernelPath::Avx2 && !kernel_path_supported(p)) p = KernelPath::Scalar;
+  active_path().store(p, std::memory_order_relaxed);
+}
+
+std::string_view kernel_path_name(KernelPath p) {
+  switch (p) {
+    case KernelPath::Scalar: return "scalar";
+    case KernelPath::Avx2: return "avx2";
+    case KernelPath::Avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace clm

@@ -1,0 +1,100 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/quantize.h"
+#include "kernels/vec_dot.h"
+
+namespace clm {
+
+namespace {
+
+// Batch rows visited per pass over a thread's weight rows: the weight row stays
+// in L1 while this many activation rows stream past it. Only the loop order
+// changes with it, never a reduction.
+constexpr int kBatchTile = 16;
+
+// Dot computes one output; Dot4 four consecutive batch rows at once, bitwise
+// as Dot would (vec_dot.h promises it), so grouping rows is free to vary.
+template <class Dot, class Dot4>
+void for_each_output(const WeightMatrix& w, const std::byte* act, std::size_t act_stride, int n, float* y,
+                     ThreadPool& pool, Dot dot, Dot4 dot4) {
+  const std::size_t cols = static_cast<std::size_t>(w.cols);
+  const std::size_t rows = static_cast<std::size_t>(w.rows);
+  pool.parallel_for(rows, [&](std::size_t begin, std::size_t end) {
+    for (int r0 = 0; r0 < n; r0 += kBatchTile) {
+      const int r1 = std::min(n, r0 + kBatchTile);
+      for (std::size_t o = begin; o < end; ++o) {
+        const std::byte* wrow = w.data + o * w.row_bytes;
+        int r = r0;
+        for (; r + 4 <= r1; r += 4) {
+          const std::size_t ri = static_cast<std::size_t>(r);
+          float out[4];
+          dot4(wrow, act + ri * act_stride, act_stride, cols, out);
+          for (std::size_t j = 0; j < 4; ++j) y[(ri + j) * rows + o] = out[j];
+        }
+        for (; r < r1; ++r) {
+          const std::size_t ri = static_cast<std::size_t>(r);
+          y[ri * rows + o] = dot(wrow, act + ri * act_stride, cols);
+        }
+      }
+    }
+  });
+}
+
+// Q8_0 copies of the activation rows for the quantized weight types.
+std::byte* activation_buffer(std::size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
+}  // namespace
+
+void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool) {
+  assert(is_compute_type(w.type));
+  assert(w.cols % static_cast<int>(block_elems(w.type)) == 0);
+  assert(w.row_bytes >= row_bytes(w.type, static_cast<std::size_t>(w.cols)));
+  if (n <= 0 || w.rows <= 0) return;
+  const VecKernels& k = active_vec_kernels();
+  const std::size_t cols = static_cast<std::size_t>(w.cols);
+  const auto* xb = reinterpret_cast<const std::byte*>(x);
+  const std::size_t x_stride = cols * sizeof(float);
+
+  auto float_dot = [&](float (*dot)(const std::byte*, const float*, std::size_t)) {
+    auto one = [dot](const std::byte* wr, const std::byte* xr, std::size_t c) {
+      return dot(wr, reinterpret_cast<const float*>(xr), c);
+    };
+    auto four = [one](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
+      for (std::size_t j = 0; j < 4; ++j) out[j] = one(wr, xr + j * stride, c);
+    };
+    for_each_output(w, xb, x_stride, n, y, pool, one, four);
+  };
+  using QuantDot4 = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*);
+  auto quant_dot = [&](float (*dot)(const std::byte*, const std::byte*, std::size_t), QuantDot4 dot4) {
+    const std::size_t q_stride = row_bytes(WeightType::Q8_0, cols);
+    std::byte* xq = activation_buffer(q_stride * static_cast<std::size_t>(n));
+    pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) quantize_row(WeightType::Q8_0, x + r * cols, xq + r * q_stride, cols);
+    });
+    for_each_output(w, xq, q_stride, n, y, pool, dot, dot4);
+  };
+
+  switch (w.type) {
+    case WeightType::F32: float_dot(k.dot_f32); return;
+    case WeightType::F16: float_dot(k.dot_f16); return;
+    case WeightType::BF16: float_dot(k.dot_bf16); return;
+    case WeightType::Q8_0: quant_dot(k.dot_q8_0, k.dot4_q8_0); return;
+    case WeightType::Q4_0: quant_dot(k.dot_q4_0, k.dot4_q4_0); return;
+    default:
+      // Types are checked when a model loads; reaching here is a caller bug.
+      std::fprintf(stderr, "clmcache: matmul on non-compute weight type %u\n", static_cast<unsigned>(w.type));
+      std::abort();
+  }
+}
+
+}  // namespace clm

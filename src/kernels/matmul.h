@@ -1,0 +1,34 @@
+// y = x W^T for a stored weight matrix (F32, F16, BF16, Q8_0, Q4_0) and a batch
+// of f32 activation rows. Batch-invariant: every output element is one call of
+// one dot routine whose reduction order depends only on cols and the kernel
+// path, so a row's result is bitwise the same whatever the batch size, its
+// place in the batch, or the thread count.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/weight_type.h"
+#include "util/thread_pool.h"
+
+namespace clm {
+
+// GGUF/ggml layout: dims[0] = cols. Row o (an output feature) is `cols`
+// elements stored contiguously at data + o * row_bytes.
+struct WeightMatrix {
+  WeightType type;
+  const std::byte* data;
+  int rows;
+  int cols;
+  std::size_t row_bytes;
+};
+
+// x: [n][cols] row-major; y: [n][rows], y[r * rows + o] = dot(W row o, x row r).
+// For Q8_0 and Q4_0 weights each activation row is first quantized to Q8_0
+// (per row, so independently of n) and blocks are multiplied as integers.
+// That staging buffer is kept per calling thread and only grows, so steady
+// calls do not allocate. Preconditions: is_compute_type(w.type), cols a
+// multiple of block_elems(w.type), w.row_bytes >= row_bytes(w.type, cols),
+// y does not overlap x. Must not be called from inside a pool task.
+void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool);
+
+}  // namespace clm

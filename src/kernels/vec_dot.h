@@ -1,0 +1,41 @@
+// The innermost loops: dot products of one stored row with one activation row
+// and the axpy of attention, one table per KernelPath. Each routine performs a
+// fixed sequence of floating-point operations that depends only on n, which is
+// what makes matmul and attention batch-invariant. Paths differ from each
+// other in rounding only.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/cpu_features.h"
+
+namespace clm {
+
+struct VecKernels {
+  // Row of n f32 / f16 / bf16 values (any alignment) times n f32 values.
+  float (*dot_f32)(const std::byte* w, const float* x, std::size_t n);
+  float (*dot_f16)(const std::byte* w, const float* x, std::size_t n);
+  float (*dot_bf16)(const std::byte* w, const float* x, std::size_t n);
+  // Row of n/32 Q8_0 or Q4_0 blocks times n/32 Q8_0 blocks of activations.
+  // The activation quants must lie in [-127, 127] (what quantize_row makes).
+  float (*dot_q8_0)(const std::byte* w, const std::byte* xq, std::size_t n);
+  float (*dot_q4_0)(const std::byte* w, const std::byte* xq, std::size_t n);
+  // Four activation rows (x_stride bytes apart) against one weight row, so the
+  // weight blocks are unpacked once. out[r] is bitwise what dot_* returns for
+  // row r alone: only the loop order differs.
+  void (*dot4_q8_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_q4_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  // y[i] += a * v[i] for v stored as f32 / f16.
+  void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
+  void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);
+};
+
+const VecKernels& vec_kernels(KernelPath p);
+inline const VecKernels& active_vec_kernels() { return vec_kernels(active_kernel_path()); }
+
+// One table per translation unit, each compiled for its own instruction set.
+const VecKernels& scalar_vec_kernels();
+const VecKernels& avx2_vec_kernels();
+const VecKernels& avx512_vec_kernels();
+
+}  // namespace clm

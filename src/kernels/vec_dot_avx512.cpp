@@ -1,0 +1,205 @@
+// The AVX-512 (F+BW) path of vec_dot.h, 16 float lanes and two quantized
+// blocks per step. Compiled for those instructions by a target pragma and run
+// only after cpu_features has confirmed them (and AVX2+FMA+F16C).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/vec_dot.h"
+#include "util/half.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx2,fma,f16c")
+// GCC 12's own 512->256 casts read a deliberately undefined register, which
+// -Wuninitialized reports once the intrinsics are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace clm {
+
+namespace {
+
+inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline __m256 fold512(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+inline __m128i load128(const std::byte* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline __m256i load256(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+struct LoadF32 {
+  static constexpr std::size_t kBytes = 4;
+  __m512 operator()(const std::byte* p) const { return _mm512_loadu_ps(p); }
+  float scalar(const std::byte* p) const {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+};
+struct LoadF16 {
+  static constexpr std::size_t kBytes = 2;
+  __m512 operator()(const std::byte* p) const { return _mm512_cvtph_ps(load256(p)); }
+  float scalar(const std::byte* p) const {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return f16_to_f32(h);
+  }
+};
+struct LoadBf16 {
+  static constexpr std::size_t kBytes = 2;
+  __m512 operator()(const std::byte* p) const {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16));
+  }
+  float scalar(const std::byte* p) const {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return bf16_to_f32(h);
+  }
+};
+
+// Four 16-lane accumulators over 64-element steps, 16-element steps into the
+// first, a fixed combine, then the tail in order: the shape depends on n only.
+template <class Load>
+float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
+  constexpr std::size_t kB = Load::kBytes;
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+  std::size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    acc0 = _mm512_fmadd_ps(load(w + i * kB), _mm512_loadu_ps(x + i), acc0);
+    acc1 = _mm512_fmadd_ps(load(w + (i + 16) * kB), _mm512_loadu_ps(x + i + 16), acc1);
+    acc2 = _mm512_fmadd_ps(load(w + (i + 32) * kB), _mm512_loadu_ps(x + i + 32), acc2);
+    acc3 = _mm512_fmadd_ps(load(w + (i + 48) * kB), _mm512_loadu_ps(x + i + 48), acc3);
+  }
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load(w + i * kB), _mm512_loadu_ps(x + i), acc0);
+  float sum = hsum256(fold512(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3))));
+  for (; i < n; ++i) sum += load.scalar(w + i * kB) * x[i];
+  return sum;
+}
+
+float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF32{}); }
+float dot_f16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF16{}); }
+float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadBf16{}); }
+
+// Two blocks (64 signed bytes each side) -> 16 exact int32 partial sums, the
+// low 8 from the first block. As in the AVX2 path, |w| is the unsigned operand
+// of maddubs and x takes w's sign (negated under the mask of w's sign bits).
+inline __m512i pair_dot_i32(__m512i w, __m512i x) {
+  const __m512i sx = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+  const __m512i pairs = _mm512_maddubs_epi16(_mm512_abs_epi8(w), sx);
+  return _mm512_madd_epi16(pairs, _mm512_set1_epi16(1));
+}
+inline __m256i block_dot_i32(__m256i w, __m256i x) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+inline __m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+
+inline __m256i unpack_q8(const std::byte* block) {
+  return load256(reinterpret_cast<const std::byte*>(block_q8_values(block)));
+}
+inline __m256i unpack_q4(const std::byte* block) {
+  const __m128i bytes = load128(reinterpret_cast<const std::byte*>(block_q4_nibbles(block)));
+  const __m128i mask = _mm_set1_epi8(15);
+  const __m128i lo = _mm_and_si128(bytes, mask);
+  const __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+  return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+}
+
+inline float scale(const std::byte* wb, const std::byte* xb) {
+  return f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
+}
+
+// Block pairs into a 16-lane accumulator; an odd last block into an 8-lane one;
+// both folded the same way for every n with the same block count. R
+// activation rows (x_stride bytes apart) share each unpacked weight pair;
+// every output still sees exactly the operations of the R = 1 case.
+template <std::size_t R, std::size_t kWBytes, class Unpack>
+void block_dot(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out,
+               Unpack unpack) {
+  constexpr std::size_t kXBytes = sizeof(BlockQ8_0);
+  const std::size_t nb = n / kQuantBlockElems;
+  __m512 acc[R];
+  __m256 tail[R];
+  for (std::size_t r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    tail[r] = _mm256_setzero_ps();
+  }
+  std::size_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const std::byte* w0 = w + b * kWBytes;
+    const std::byte* w1 = w0 + kWBytes;
+    const __m512i wv = join(unpack(w0), unpack(w1));
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* x0 = xq + r * x_stride + b * kXBytes;
+      const std::byte* x1 = x0 + kXBytes;
+      const __m512i p = pair_dot_i32(wv, join(unpack_q8(x0), unpack_q8(x1)));
+      const __m512 d = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(scale(w0, x0)), _mm512_set1_ps(scale(w1, x1)));
+      acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(p), acc[r]);
+    }
+  }
+  if (b < nb) {
+    const std::byte* wb = w + b * kWBytes;
+    const __m256i wv = unpack(wb);
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* xb = xq + r * x_stride + b * kXBytes;
+      const __m256 p = _mm256_cvtepi32_ps(block_dot_i32(wv, unpack_q8(xb)));
+      tail[r] = _mm256_mul_ps(_mm256_set1_ps(scale(wb, xb)), p);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) out[r] = hsum256(_mm256_add_ps(fold512(acc[r]), tail[r]));
+}
+
+float dot_q8_0(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float out;
+  block_dot<1, sizeof(BlockQ8_0)>(w, xq, 0, n, &out, unpack_q8);
+  return out;
+}
+float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float out;
+  block_dot<1, sizeof(BlockQ4_0)>(w, xq, 0, n, &out, unpack_q4);
+  return out;
+}
+void dot4_q8_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ8_0)>(w, xq, x_stride, n, out, unpack_q8);
+}
+void dot4_q4_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  block_dot<4, sizeof(BlockQ4_0)>(w, xq, x_stride, n, out, unpack_q4);
+}
+
+template <class Load>
+void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) {
+  const __m512 va = _mm512_set1_ps(a);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, load(v + i * Load::kBytes), _mm512_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * load.scalar(v + i * Load::kBytes);
+}
+
+void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF32{}); }
+void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF16{}); }
+
+}  // namespace
+}  // namespace clm
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace clm {
+
+// Outside the target region: callable on any CPU, it only hands out addresses.
+const VecKernels& avx512_vec_kernels() {
+  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4_q8_0, dot4_q4_0, axpy_f32, axpy_f16};
+  return k;
+}
+
+}  // namespace clm

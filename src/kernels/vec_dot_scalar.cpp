@@ -1,0 +1,113 @@
+// The scalar reference of vec_dot.h: plain C++, baseline instruction set.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/vec_dot.h"
+#include "util/half.h"
+
+namespace clm {
+
+namespace {
+
+constexpr std::size_t kLanes = 8;
+
+inline float load_f32(const std::byte* p, std::size_t i) {
+  float v;
+  std::memcpy(&v, p + 4 * i, 4);
+  return v;
+}
+inline uint16_t load_u16(const std::byte* p, std::size_t i) {
+  uint16_t v;
+  std::memcpy(&v, p + 2 * i, 2);
+  return v;
+}
+
+// Eight independent partial sums (lane i % 8), combined pairwise in a fixed
+// tree, then the tail added in order. The lanes keep the dependency chain
+// short; the fixed shape keeps the result a function of n alone.
+template <class Load>
+float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
+  float acc[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) acc[l] += load(w, i + l) * x[i + l];
+  float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) sum += load(w, i) * x[i];
+  return sum;
+}
+
+float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, load_f32); }
+float dot_f16(const std::byte* w, const float* x, std::size_t n) {
+  return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return f16_to_f32(load_u16(p, i)); });
+}
+float dot_bf16(const std::byte* w, const float* x, std::size_t n) {
+  return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return bf16_to_f32(load_u16(p, i)); });
+}
+
+// Block integer dots are exact; only the per-block float terms round, summed
+// in block order.
+float dot_q8_0(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const std::byte* wb = w + b * sizeof(BlockQ8_0);
+    const std::byte* xb = xq + b * sizeof(BlockQ8_0);
+    const int8_t* wq = block_q8_values(wb);
+    const int8_t* xv = block_q8_values(xb);
+    int32_t isum = 0;
+    for (std::size_t j = 0; j < kQuantBlockElems; ++j) isum += int32_t{wq[j]} * int32_t{xv[j]};
+    const float d = f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
+    sum += d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
+  constexpr std::size_t kHalf = kQuantBlockElems / 2;
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const std::byte* wb = w + b * sizeof(BlockQ4_0);
+    const std::byte* xb = xq + b * sizeof(BlockQ8_0);
+    const uint8_t* wq = block_q4_nibbles(wb);
+    const int8_t* xv = block_q8_values(xb);
+    int32_t isum = 0;
+    for (std::size_t j = 0; j < kHalf; ++j) {
+      isum += ((wq[j] & 15) - 8) * int32_t{xv[j]};
+      isum += ((wq[j] >> 4) - 8) * int32_t{xv[j + kHalf]};
+    }
+    const float d = f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
+    sum += d * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+// The reference has no tiling: four independent dots.
+template <float (*Dot)(const std::byte*, const std::byte*, std::size_t)>
+void dot4(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  for (std::size_t r = 0; r < 4; ++r) out[r] = Dot(w, xq + r * x_stride, n);
+}
+
+void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f32(v, i);
+}
+void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * f16_to_f32(load_u16(v, i));
+}
+
+}  // namespace
+
+const VecKernels& scalar_vec_kernels() {
+  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4<dot_q8_0>, dot4<dot_q4_0>, axpy_f32, axpy_f16};
+  return k;
+}
+
+const VecKernels& vec_kernels(KernelPath p) {
+  switch (p) {
+    case KernelPath::Avx2: return avx2_vec_kernels();
+    case KernelPath::Avx512: return avx512_vec_kernels();
+    case KernelPath::Scalar: break;
+  }
+  return scalar_vec_kernels();
+}
+
+}  // namespace clm

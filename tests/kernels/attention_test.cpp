@@ -1,0 +1,222 @@
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "util/half.h"
+
+namespace clm {
+namespace {
+
+constexpr int kLayer = 1;  // not 0, so a wrong layer offset shows
+
+// A few physical blocks; `order` maps a sequence's logical block i to the
+// physical block it occupies, so tests can lay the same sequence out
+// differently in memory.
+struct Arena {
+  Arena(const KvGeometry& geo, std::vector<int> order) : g(geo), physical(order.size() + 1) {
+    storage.assign(physical * g.block_bytes(), std::byte{0x5a});
+    for (int p : order) blocks.push_back(storage.data() + static_cast<std::size_t>(p) * g.block_bytes());
+  }
+  KvGeometry g;
+  std::size_t physical;
+  std::vector<std::byte> storage;
+  std::vector<std::byte*> blocks;
+};
+
+float read_elem(const KvGeometry& g, const std::byte* p) {
+  if (g.type == KvType::F32) {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+
+struct Scenario {
+  KvGeometry g;
+  int n_heads;
+  int n_slots = 29;
+  int32_t query_pos = 22;
+  std::vector<int32_t> positions;
+  std::vector<float> q;
+
+  Scenario(KvType type, int head_dim, int ratio) {
+    g = KvGeometry{2, 2, head_dim, 8, type};
+    n_heads = g.n_kv_heads * ratio;
+    for (int s = 0; s < n_slots; ++s) positions.push_back(s % 7 == 3 ? -1 : s);
+    q = test::random_floats(static_cast<std::size_t>(n_heads) * head_dim, 21);
+  }
+
+  // Visible slots get random K/V; empty slots NaN (any use poisons the
+  // result); future slots huge keys (any use dominates the softmax).
+  void fill(Arena& a) const {
+    const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
+    for (int layer = 0; layer < g.n_layers; ++layer) {
+      for (int s = 0; s < n_slots; ++s) {
+        const unsigned seed = static_cast<unsigned>(1000 * layer + s);
+        auto k = test::random_floats(per_token, seed);
+        auto v = test::random_floats(per_token, seed + 500);
+        if (positions[s] == -1) {
+          std::fill(k.begin(), k.end(), std::numeric_limits<float>::quiet_NaN());
+          std::fill(v.begin(), v.end(), std::numeric_limits<float>::quiet_NaN());
+        } else if (positions[s] > query_pos) {
+          std::fill(k.begin(), k.end(), 1e4f);
+        }
+        write_kv(k.data(), v.data(), g, layer, a.blocks[static_cast<std::size_t>(s / g.block_size)],
+                 s % g.block_size);
+      }
+    }
+  }
+
+  std::vector<float> run(const Arena& a, float* slot_mass = nullptr) const {
+    std::vector<float> out(q.size(), NAN);
+    std::vector<float> scratch(static_cast<std::size_t>(n_slots), NAN);
+    attend_paged(q.data(), n_heads, g, kLayer, a.blocks.data(), positions.data(), n_slots, query_pos,
+                 1.0f / std::sqrt(static_cast<float>(g.head_dim)), out.data(), scratch.data(), slot_mass);
+    return out;
+  }
+};
+
+std::vector<int> identity_order(int n) {
+  std::vector<int> order;
+  for (int i = 0; i < n; ++i) order.push_back(i);
+  return order;
+}
+
+TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
+  for (KernelPath path : test::supported_paths()) {
+    test::ScopedKernelPath scoped(path);
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      for (int head_dim : {64, 36}) {
+        for (int ratio : {1, 2, 4}) {
+          const Scenario sc(type, head_dim, ratio);
+          Arena arena(sc.g, identity_order(4));
+          sc.fill(arena);
+          std::vector<float> mass(static_cast<std::size_t>(sc.n_slots), 0.5f);
+          const auto out = sc.run(arena, mass.data());
+
+          const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+          std::vector<double> ref_mass(static_cast<std::size_t>(sc.n_slots), 0.0);
+          for (int h = 0; h < sc.n_heads; ++h) {
+            const int kvh = h / ratio;
+            std::vector<double> score(static_cast<std::size_t>(sc.n_slots), -INFINITY);
+            double max = -INFINITY;
+            auto row = [&](int s, std::size_t off, int d) {
+              const std::byte* base = arena.blocks[static_cast<std::size_t>(s / 8)] + off;
+              return static_cast<double>(read_elem(sc.g, base + (static_cast<std::size_t>(s % 8) * head_dim + d) *
+                                                                    sc.g.elem_bytes()));
+            };
+            for (int s = 0; s < sc.n_slots; ++s) {
+              if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) continue;
+              double dot = 0.0;
+              for (int d = 0; d < head_dim; ++d)
+                dot += sc.q[static_cast<std::size_t>(h * head_dim + d)] * row(s, sc.g.k_offset(kLayer, kvh), d);
+              score[s] = dot * scale;
+              max = std::fmax(max, score[s]);
+            }
+            double sum = 0.0;
+            for (double& x : score) sum += (x = std::exp(x - max));
+            for (int d = 0; d < head_dim; ++d) {
+              double acc = 0.0;
+              for (int s = 0; s < sc.n_slots; ++s)
+                if (score[s] > 0.0) acc += score[s] / sum * row(s, sc.g.v_offset(kLayer, kvh), d);
+              ASSERT_NEAR(out[static_cast<std::size_t>(h * head_dim + d)], acc, 2e-5)
+                  << kernel_path_name(path) << " f16=" << (type == KvType::F16) << " hd=" << head_dim
+                  << " ratio=" << ratio << " h=" << h << " d=" << d;
+            }
+            for (int s = 0; s < sc.n_slots; ++s) ref_mass[s] += score[s] / sum;
+          }
+          for (int s = 0; s < sc.n_slots; ++s) {
+            if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) {
+              EXPECT_EQ(mass[s], 0.5f) << "masked slot " << s << " received mass";
+            } else {
+              EXPECT_NEAR(mass[s], 0.5 + ref_mass[s], 1e-5) << s;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Attention, ResultIsBitwiseIndependentOfWhereBlocksLie) {
+  for (KernelPath path : test::supported_paths()) {
+    test::ScopedKernelPath scoped(path);
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      const Scenario sc(type, 64, 2);
+      Arena a(sc.g, {0, 1, 2, 3});
+      Arena b(sc.g, {4, 2, 0, 3});  // shuffled, one unused block of other bytes
+      sc.fill(a);
+      sc.fill(b);
+      const auto out_a = sc.run(a);
+      const auto out_b = sc.run(b);
+      EXPECT_EQ(std::memcmp(out_a.data(), out_b.data(), out_a.size() * sizeof(float)), 0)
+          << kernel_path_name(path);
+    }
+  }
+}
+
+TEST(Attention, QueryThatSeesNothingGetsZeros) {
+  Scenario sc(KvType::F16, 64, 2);
+  Arena arena(sc.g, identity_order(4));
+  sc.fill(arena);
+  sc.query_pos = -5;
+  for (float v : sc.run(arena)) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(Attention, WriteKvStoresEachHeadAtItsOffsetOnly) {
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    const KvGeometry g{3, 2, 16, 8, type};
+    std::vector<std::byte> block(g.block_bytes(), std::byte{0xab});
+    const auto k = test::random_floats(2 * 16, 31);
+    const auto v = test::random_floats(2 * 16, 32);
+    write_kv(k.data(), v.data(), g, 1, block.data(), 5);
+    std::size_t changed = 0;
+    for (std::byte b : block) changed += b != std::byte{0xab};
+    const std::size_t written = 2 * 2 * 16 * g.elem_bytes();
+    EXPECT_LE(changed, written);
+    EXPECT_GE(changed, written * 9 / 10);  // a byte may coincide with the fill
+    for (int h = 0; h < 2; ++h) {
+      for (int d = 0; d < 16; ++d) {
+        const std::size_t at = (5 * 16 + static_cast<std::size_t>(d)) * g.elem_bytes();
+        const float ke = k[static_cast<std::size_t>(h * 16 + d)];
+        const float ve = v[static_cast<std::size_t>(h * 16 + d)];
+        const float want_k = type == KvType::F16 ? f16_to_f32(f32_to_f16(ke)) : ke;
+        const float want_v = type == KvType::F16 ? f16_to_f32(f32_to_f16(ve)) : ve;
+        EXPECT_EQ(read_elem(g, block.data() + g.k_offset(1, h) + at), want_k);
+        EXPECT_EQ(read_elem(g, block.data() + g.v_offset(1, h) + at), want_v);
+      }
+    }
+  }
+}
+
+// The f16 dot and axpy of the SIMD paths against the scalar reference, on the
+// same stored K/V: close, not necessarily bitwise.
+TEST(Attention, SimdPathsAgreeWithScalar) {
+  for (KvType type : {KvType::F32, KvType::F16}) {
+    const Scenario sc(type, 36, 4);
+    Arena arena(sc.g, identity_order(4));
+    sc.fill(arena);
+    std::vector<float> scalar;
+    {
+      test::ScopedKernelPath scoped(KernelPath::Scalar);
+      scalar = sc.run(arena);
+    }
+    for (KernelPath path : test::supported_paths()) {
+      test::ScopedKernelPath scoped(path);
+      const auto out = sc.run(arena);
+      for (std::size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar[i], 1e-5) << kernel_path_name(path);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clm

@@ -1,0 +1,40 @@
+// Shared helpers of the kernel tests: seeded random data and iteration over
+// the kernel paths this CPU can run, restoring the active path afterwards.
+#pragma once
+
+#include <random>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+
+namespace clm::test {
+
+inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Every path the CPU supports. This project's reference machines have
+// AVX-512, so all three run there; elsewhere the missing ones are skipped.
+inline std::vector<KernelPath> supported_paths() {
+  std::vector<KernelPath> paths;
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+    if (kernel_path_supported(p)) paths.push_back(p);
+  return paths;
+}
+
+class ScopedKernelPath {
+ public:
+  explicit ScopedKernelPath(KernelPath p) : saved_(active_kernel_path()) { set_kernel_path(p); }
+  ~ScopedKernelPath() { set_kernel_path(saved_); }
+  ScopedKernelPath(const ScopedKernelPath&) = delete;
+  ScopedKernelPath& operator=(const ScopedKernelPath&) = delete;
+
+ private:
+  KernelPath saved_;
+};
+
+}  // namespace clm::test
