@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "model/gguf.h"
@@ -25,9 +27,12 @@ class Tokenizer {
   // Refuses, by name, tokenizer models or pre-tokenizers it does not support.
   static Result<std::unique_ptr<Tokenizer>> from_gguf(const GgufFile& file);
   virtual ~Tokenizer() = default;
+  Tokenizer(const Tokenizer&) = delete;  // the id index points into texts_
+  Tokenizer& operator=(const Tokenizer&) = delete;
 
   // add_special: prepend BOS / append EOS as the metadata asks.
-  // parse_special: text matching a control or user-defined token becomes it.
+  // parse_special: text matching a control token becomes it. User-defined
+  // tokens are always matched, as the reference implementations do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
   // The bytes a token stands for (byte tokens -> that byte, SPM "▁" -> space).
   // Control tokens render as empty unless render_special.
@@ -38,25 +43,50 @@ class Tokenizer {
   int32_t eos_id() const { return eos_; }
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
-  // End of generation: EOS, EOT, or another end token named in the metadata.
+  // End of generation: EOS, EOT, EOM, or a control token whose text is a
+  // well-known end-of-turn marker.
   bool is_end_of_generation(int32_t id) const;
   std::string_view token_text(int32_t id) const { return texts_.at(static_cast<std::size_t>(id)); }
   TokenType token_type(int32_t id) const { return types_.at(static_cast<std::size_t>(id)); }
-  // Whole-sequence decode (may drop a leading space as the model family does).
+  // The id whose text is exactly `text`, if any.
+  std::optional<int32_t> find_token(std::string_view text) const;
+  // Whole-sequence decode. When the sequence starts with BOS and the family
+  // adds a space prefix while encoding (SPM), the first piece after BOS loses
+  // that leading space, so decode(encode(text, true, false)) == text.
   std::string decode(std::span<const int32_t> ids) const;
+  bool strips_space_after_bos() const { return strip_space_after_bos_; }
 
  protected:
+  Tokenizer() = default;
+
+  // Reads the metadata every family shares; `spm` selects family defaults.
+  Status load_common(const GgufFile& file, bool spm);
+
+  // A piece of input: either raw text or a special token already resolved.
+  struct Fragment {
+    std::string_view text;
+    int32_t token = -1;
+  };
+  // Cuts special-token texts out of `text`, longest token first.
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+  bool valid_id(int32_t id) const { return id >= 0 && id < n_vocab(); }
+
   std::vector<std::string> texts_;
   std::vector<TokenType> types_;
+  std::unordered_map<std::string_view, int32_t> ids_;
+  std::vector<int32_t> special_ids_;  // control, user-defined, unknown; longest text first
   std::vector<int32_t> end_ids_;
   int32_t bos_ = -1;
   int32_t eos_ = -1;
   bool add_bos_ = false;
   bool add_eos_ = false;
+  bool strip_space_after_bos_ = false;
 };
 
 // Turns a stream of tokens into text, holding back bytes until they form
 // complete UTF-8 characters, so nothing printed is ever broken UTF-8.
+// The concatenated output of push() and flush() equals decode() of the same
+// ids whenever that decode is valid UTF-8.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
@@ -66,6 +96,8 @@ class StreamDecoder {
  private:
   const Tokenizer& tokenizer_;
   std::string pending_;
+  std::size_t pushed_ = 0;
+  bool started_with_bos_ = false;
 };
 
 }  // namespace clm

@@ -1,0 +1,182 @@
+#include "model/bpe_tokenizer.h"
+
+#include <queue>
+
+#include "model/utf8.h"
+
+namespace clm {
+
+namespace {
+
+struct ByteTables {
+  std::array<uint32_t, 256> to_cp{};
+  std::unordered_map<uint32_t, uint8_t> from_cp;
+};
+
+const ByteTables& byte_tables() {
+  static const ByteTables tables = [] {
+    ByteTables t;
+    uint32_t next = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+      t.to_cp[b] = printable ? b : next++;
+      t.from_cp.emplace(t.to_cp[b], static_cast<uint8_t>(b));
+    }
+    return t;
+  }();
+  return tables;
+}
+
+}  // namespace
+
+uint32_t byte_to_unicode(uint8_t byte) { return byte_tables().to_cp[byte]; }
+
+std::string to_byte_level(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) utf8_append(out, byte_to_unicode(static_cast<uint8_t>(c)));
+  return out;
+}
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::load(const GgufFile& file) {
+  std::string pre_name;
+  if (file.find("tokenizer.ggml.pre") != nullptr) {
+    auto pre = file.get_string("tokenizer.ggml.pre");
+    if (!pre) return fail("tokenizer: " + pre.error().message);
+    pre_name = std::string(*pre);
+  }
+  auto kind = pre_tokenizer_from_name(pre_name);
+  if (!kind) {
+    return fail("tokenizer: unsupported pre-tokenizer '" + pre_name +
+                "' (tokenizer.ggml.pre) for a gpt2 tokenizer model");
+  }
+  std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
+  t->pre_ = *kind;
+  if (auto s = t->load_common(file, false); !s) return std::unexpected(s.error());
+  auto merges = file.get_string_array("tokenizer.ggml.merges");
+  if (!merges) return fail("tokenizer: a gpt2 tokenizer needs tokenizer.ggml.merges: " + merges.error().message);
+  t->ranks_.reserve(merges->size());
+  for (std::size_t i = 0; i < merges->size(); ++i) {
+    const std::string_view m = (*merges)[i];
+    const std::size_t space = m.find(' ', 1);
+    if (space == std::string_view::npos || space + 1 >= m.size()) {
+      return fail("tokenizer: merge " + std::to_string(i) + " '" + std::string(m) + "' is not 'left right'");
+    }
+    t->ranks_.emplace(std::string(m), static_cast<int32_t>(i));
+  }
+  return t;
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<int32_t> out;
+  if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+  for (const Fragment& f : split_special(text, parse_special)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      continue;
+    }
+    for (std::string_view word : pre_tokenize(pre_, f.text)) encode_word(word, out);
+  }
+  if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
+  return out;
+}
+
+void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  const std::string text = to_byte_level(word);
+  struct Symbol {
+    int prev;
+    int next;
+    std::size_t start;
+    std::size_t len;
+  };
+  std::vector<Symbol> syms;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t len = utf8_decode_at(text, pos).len;
+    const int idx = static_cast<int>(syms.size());
+    syms.push_back({idx - 1, idx + 1, pos, len});
+    pos += len;
+  }
+  if (syms.empty()) return;
+  syms.back().next = -1;
+
+  struct Pair {
+    int left;
+    int right;
+    int32_t rank;
+    std::size_t len;
+  };
+  // Lowest rank first; on equal ranks the leftmost pair.
+  auto worse = [](const Pair& a, const Pair& b) { return a.rank > b.rank || (a.rank == b.rank && a.left > b.left); };
+  std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
+  std::string key;
+  auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const auto& l = syms[static_cast<std::size_t>(left)];
+    const auto& r = syms[static_cast<std::size_t>(right)];
+    key.assign(text, l.start, l.len);
+    key.push_back(' ');
+    key.append(text, r.start, r.len);
+    auto it = ranks_.find(key);
+    if (it == ranks_.end()) return;
+    queue.push({left, right, it->second, l.len + r.len});
+  };
+  for (std::size_t i = 1; i < syms.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
+
+  while (!queue.empty()) {
+    const Pair p = queue.top();
+    queue.pop();
+    auto& l = syms[static_cast<std::size_t>(p.left)];
+    auto& r = syms[static_cast<std::size_t>(p.right)];
+    if (l.len == 0 || r.len == 0 || l.len + r.len != p.len) continue;  // stale
+    l.len += r.len;
+    r.len = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[static_cast<std::size_t>(r.next)].prev = p.left;
+    try_add(l.prev, p.left);
+    try_add(p.left, l.next);
+  }
+
+  for (int i = 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next) {
+    const auto& s = syms[static_cast<std::size_t>(i)];
+    const std::string_view piece = std::string_view(text).substr(s.start, s.len);
+    if (auto id = find_token(piece)) {
+      out.push_back(*id);
+      continue;
+    }
+    // A merge result the vocabulary lacks: fall back to its characters.
+    for (std::size_t pos = 0; pos < piece.size();) {
+      const std::size_t len = utf8_decode_at(piece, pos).len;
+      if (auto id = find_token(piece.substr(pos, len))) out.push_back(*id);
+      pos += len;
+    }
+  }
+}
+
+std::string BpeTokenizer::token_to_piece(int32_t id, bool render_special) const {
+  if (!valid_id(id)) return {};
+  const std::string& text = texts_[static_cast<std::size_t>(id)];
+  switch (types_[static_cast<std::size_t>(id)]) {
+    case TokenType::Normal:
+    case TokenType::Undefined:
+    case TokenType::Byte: {
+      const auto& from = byte_tables().from_cp;
+      std::string out;
+      out.reserve(text.size());
+      for (std::size_t pos = 0; pos < text.size();) {
+        const Utf8Char c = utf8_decode_at(text, pos);
+        auto it = from.find(c.cp);
+        if (it != from.end()) out.push_back(static_cast<char>(it->second));
+        else out.append(text, pos, c.len);  // not a byte stand-in: keep as written
+        pos += c.len;
+      }
+      return out;
+    }
+    case TokenType::UserDefined: return text;
+    case TokenType::Control:
+    case TokenType::Unknown:
+    case TokenType::Unused: return render_special ? text : std::string();
+  }
+  return {};
+}
+
+}  // namespace clm

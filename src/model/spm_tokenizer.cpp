@@ -1,0 +1,205 @@
+#include "model/spm_tokenizer.h"
+
+#include <cstdio>
+#include <queue>
+
+#include "model/utf8.h"
+
+namespace clm {
+
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
+
+// "<0x4A>" -> 0x4A; -1 when the text is not a byte token's.
+int parse_byte_token(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  int v = 0;
+  for (char c : text.substr(3, 2)) {
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else return -1;
+  }
+  return v;
+}
+
+std::string escape_spaces(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 4);
+  for (char c : text) {
+    if (c == ' ') out += kSpaceMark;
+    else out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SpmTokenizer>> SpmTokenizer::load(const GgufFile& file) {
+  std::unique_ptr<SpmTokenizer> t(new SpmTokenizer());
+  if (auto s = t->load_common(file, true); !s) return std::unexpected(s.error());
+  t->scores_.assign(t->texts_.size(), 0.0f);
+  if (file.find("tokenizer.ggml.scores") != nullptr) {
+    auto scores = file.get_float_array("tokenizer.ggml.scores");
+    if (!scores) return fail("tokenizer: " + scores.error().message);
+    if (scores->size() != t->texts_.size()) {
+      return fail("tokenizer: tokenizer.ggml.scores has " + std::to_string(scores->size()) + " entries for " +
+                  std::to_string(t->n_vocab()) + " tokens");
+    }
+    t->scores_ = std::move(*scores);
+  }
+  if (file.find("tokenizer.ggml.add_space_prefix") != nullptr) {
+    auto v = file.get_bool("tokenizer.ggml.add_space_prefix");
+    if (v) t->add_space_prefix_ = *v;
+  }
+  t->strip_space_after_bos_ = t->add_space_prefix_;
+  t->unk_ = -1;
+  if (file.find("tokenizer.ggml.unknown_token_id") != nullptr) {
+    auto v = file.get_uint("tokenizer.ggml.unknown_token_id");
+    if (v && *v < static_cast<uint64_t>(t->n_vocab())) t->unk_ = static_cast<int32_t>(*v);
+  } else {
+    t->unk_ = 0;
+  }
+  t->byte_ids_.fill(-1);
+  for (int32_t id = 0; id < t->n_vocab(); ++id) {
+    if (t->types_[static_cast<std::size_t>(id)] != TokenType::Byte) continue;
+    const int b = parse_byte_token(t->texts_[static_cast<std::size_t>(id)]);
+    if (b >= 0 && t->byte_ids_[static_cast<std::size_t>(b)] < 0) t->byte_ids_[static_cast<std::size_t>(b)] = id;
+  }
+  return t;
+}
+
+std::optional<int32_t> SpmTokenizer::piece_id(std::string_view text) const {
+  auto id = find_token(text);
+  if (!id) return std::nullopt;
+  switch (types_[static_cast<std::size_t>(*id)]) {
+    case TokenType::Normal:
+    case TokenType::UserDefined:
+    case TokenType::Undefined: return id;
+    default: return std::nullopt;  // control, byte and unused tokens never come from text
+  }
+}
+
+std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  std::vector<int32_t> out;
+  if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
+  // The text after a special token starts a new "sentence" and gets its own
+  // space prefix, as SentencePiece would see it.
+  bool after_special = true;
+  for (const Fragment& f : split_special(text, parse_special)) {
+    if (f.token >= 0) {
+      out.push_back(f.token);
+      after_special = true;
+      continue;
+    }
+    std::string raw;
+    if (add_space_prefix_ && after_special) raw.push_back(' ');
+    raw.append(f.text);
+    encode_escaped(escape_spaces(raw), out);
+    after_special = false;
+  }
+  if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
+  return out;
+}
+
+void SpmTokenizer::encode_escaped(std::string_view text, std::vector<int32_t>& out) const {
+  // Symbols form a linked list over the text; a merge grows the left symbol.
+  struct Symbol {
+    int prev;
+    int next;
+    std::size_t start;
+    std::size_t len;
+  };
+  std::vector<Symbol> syms;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t len = utf8_decode_at(text, pos).len;
+    const int idx = static_cast<int>(syms.size());
+    syms.push_back({idx - 1, idx + 1, pos, len});
+    pos += len;
+  }
+  if (syms.empty()) return;
+  syms.back().next = -1;
+
+  struct Bigram {
+    int left;
+    int right;
+    float score;
+    std::size_t len;
+  };
+  // Highest score first; on equal scores the leftmost pair.
+  auto worse = [](const Bigram& a, const Bigram& b) {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  };
+  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
+  auto try_add = [&](int left, int right) {
+    if (left < 0 || right < 0) return;
+    const auto& l = syms[static_cast<std::size_t>(left)];
+    const auto& r = syms[static_cast<std::size_t>(right)];
+    auto id = piece_id(text.substr(l.start, l.len + r.len));
+    if (!id) return;
+    queue.push({left, right, scores_[static_cast<std::size_t>(*id)], l.len + r.len});
+  };
+  for (std::size_t i = 1; i < syms.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
+
+  while (!queue.empty()) {
+    const Bigram b = queue.top();
+    queue.pop();
+    auto& l = syms[static_cast<std::size_t>(b.left)];
+    auto& r = syms[static_cast<std::size_t>(b.right)];
+    if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;  // stale
+    l.len += r.len;
+    r.len = 0;
+    l.next = r.next;
+    if (r.next >= 0) syms[static_cast<std::size_t>(r.next)].prev = b.left;
+    try_add(l.prev, b.left);
+    try_add(b.left, l.next);
+  }
+
+  for (int i = 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next) {
+    const auto& s = syms[static_cast<std::size_t>(i)];
+    const std::string_view piece = text.substr(s.start, s.len);
+    if (auto id = piece_id(piece)) {
+      out.push_back(*id);
+      continue;
+    }
+    for (char c : piece) {
+      const int32_t byte_id = byte_ids_[static_cast<uint8_t>(c)];
+      if (byte_id >= 0) out.push_back(byte_id);
+      else if (unk_ >= 0) out.push_back(unk_);
+    }
+  }
+}
+
+std::string SpmTokenizer::token_to_piece(int32_t id, bool render_special) const {
+  if (!valid_id(id)) return {};
+  const std::string& text = texts_[static_cast<std::size_t>(id)];
+  switch (types_[static_cast<std::size_t>(id)]) {
+    case TokenType::Normal:
+    case TokenType::Undefined: {
+      std::string out;
+      out.reserve(text.size());
+      for (std::size_t pos = 0; pos < text.size();) {
+        if (text.compare(pos, kSpaceMark.size(), kSpaceMark) == 0) {
+          out.push_back(' ');
+          pos += kSpaceMark.size();
+        } else {
+          out.push_back(text[pos++]);
+        }
+      }
+      return out;
+    }
+    case TokenType::Byte: {
+      const int b = parse_byte_token(text);
+      return b >= 0 ? std::string(1, static_cast<char>(b)) : std::string();
+    }
+    case TokenType::UserDefined: return text;
+    case TokenType::Control:
+    case TokenType::Unknown:
+    case TokenType::Unused: return render_special ? text : std::string();
+  }
+  return {};
+}
+
+}  // namespace clm
