@@ -24,6 +24,14 @@ void store_row(const float* src, std::size_t n, KvType type, std::byte* dst) {
   }
 }
 
+// With an f16 cache both operands of each product are f16 values: the query
+// against K and the probabilities against V. That is llama.cpp's precision
+// with an f16 cache, so the golden outputs it produced are reproduced closely.
+const float* round_to_f16(const float* x, std::size_t n, float* dst) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(f32_to_f16(x[i]));
+  return dst;
+}
+
 }  // namespace
 
 void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, std::byte* const* blocks,
@@ -45,6 +53,7 @@ void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, s
     const std::size_t k_off = g.k_offset(layer, kvh);
     const std::size_t v_off = g.v_offset(layer, kvh);
     const float* qh = q + static_cast<std::size_t>(h) * hd;
+    if (g.type == KvType::F16) qh = round_to_f16(qh, hd, scratch + n_slots);
     float* oh = out + static_cast<std::size_t>(h) * hd;
     std::fill(oh, oh + hd, 0.0f);
 
@@ -58,16 +67,17 @@ void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, s
     }
     if (!any) continue;
 
-    float sum = 0.0f;
+    double sum = 0.0;
     for (int s = 0; s < n_slots; ++s) {
       if (!visible(s)) continue;
       scratch[s] = std::exp(scratch[s] - max);
       sum += scratch[s];
     }
-    const float inv = 1.0f / sum;
+    const float inv = static_cast<float>(1.0 / sum);
     for (int s = 0; s < n_slots; ++s) {
       if (!visible(s)) continue;
-      const float p = scratch[s] * inv;
+      float p = scratch[s] * inv;
+      if (g.type == KvType::F16) p = f16_to_f32(f32_to_f16(p));
       axpy(p, slot_row(s) + v_off, oh, hd);
       if (slot_mass) slot_mass[s] += p;
     }

@@ -15,8 +15,10 @@ namespace clm {
 // Slot s lives in blocks[s / block_size] at row s % block_size; it takes part
 // iff slot_positions[s] != -1 and slot_positions[s] <= query_pos. Scores are
 // scale * q.k in f32; softmax subtracts the max; out = sum_s p_s v_s with the
-// sums taken in slot order. A query that sees no slot gets out = 0.
-// scratch: at least n_slots floats. slot_mass: null, or n_slots floats to
+// sums taken in slot order. With an f16 cache, q and p are rounded to f16
+// before their products (f16 x f16 products, f32 sums), as llama.cpp does.
+// A query that sees no slot gets out = 0.
+// scratch: at least n_slots + head_dim floats. slot_mass: null, or n_slots floats to
 // which each slot's probability, summed over heads, is added (for eviction
 // statistics). Preconditions: n_heads a multiple of g.n_kv_heads.
 void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, std::byte* const* blocks,

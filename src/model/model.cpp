@@ -106,7 +106,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.attn, T * Q);         // [T][n_heads][head_dim] attention output
   grow(s_.ffn_gate, T * F);     // [T][F]
   grow(s_.ffn_up, T * F);       // [T][F]
-  grow(s_.att_scores, T * max_slots);  // [T][slots] per-token attention weights
+  const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
+  grow(s_.att_scores, T * att_stride);  // [T][slots + head_dim] per-token attention scratch
   float* x = s_.x.data();
   float* xn = s_.xn.data();
 
@@ -150,7 +151,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
         attend_paged(s_.q.data() + t * Q, c.n_heads, g, layer, sv.blocks.data(), sv.slot_positions.data(),
                      static_cast<int>(sv.slot_positions.size()), bt.pos, scale, s_.attn.data() + t * Q,
-                     s_.att_scores.data() + t * max_slots, nullptr);
+                     s_.att_scores.data() + t * att_stride, nullptr);
       }
     });
     matmul(w.wo, s_.attn.data(), n, xn, pool);

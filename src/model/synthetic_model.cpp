@@ -76,7 +76,7 @@ Result<SyntheticModelSpec> synthetic_preset(std::string_view name) {
   s.name = "synthetic-" + std::string(name);
   if (name == "tiny") return s;
   if (name == "demo") {
-    s.n_vocab = 2048, s.n_embd = 256, s.n_ff = 688, s.n_layers = 4, s.n_heads = 8, s.n_kv_heads = 4;
+    s.n_vocab = 2048, s.n_embd = 256, s.n_ff = 704, s.n_layers = 4, s.n_heads = 8, s.n_kv_heads = 4;
     return s;
   }
   if (name == "110m") {  // GPT-2-small-like width with a llama block
@@ -135,8 +135,9 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   w.add_f32(a + ".rope.freq_base", s.rope_freq_base);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
 
-  const SyntheticVocab vocab = make_synthetic_vocab(a == "qwen2" ? "gpt2" : "llama", s.n_vocab);
-  add_vocab_metadata(w, vocab);
+  auto vocab = make_synthetic_vocab(a == "qwen2" ? "gpt2" : "llama", s.n_vocab);
+  if (!vocab) return std::unexpected(vocab.error());
+  add_vocab_metadata(w, *vocab);
 
   Rng rng(s.seed);
   TensorMaker make(w, rng, s.weight_type);

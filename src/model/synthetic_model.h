@@ -18,7 +18,7 @@ struct SyntheticModelSpec {
   std::string name = "synthetic";
   int n_vocab = 512;
   int n_embd = 64;
-  int n_ff = 172;
+  int n_ff = 192;
   int n_layers = 2;
   int n_heads = 4;
   int n_kv_heads = 4;

@@ -78,12 +78,18 @@ struct Scenario {
 
   std::vector<float> run(const Arena& a, float* slot_mass = nullptr) const {
     std::vector<float> out(q.size(), NAN);
-    std::vector<float> scratch(static_cast<std::size_t>(n_slots), NAN);
+    std::vector<float> scratch(static_cast<std::size_t>(n_slots + g.head_dim), NAN);
     attend_paged(q.data(), n_heads, g, kLayer, a.blocks.data(), positions.data(), n_slots, query_pos,
                  1.0f / std::sqrt(static_cast<float>(g.head_dim)), out.data(), scratch.data(), slot_mass);
     return out;
   }
 };
+
+// The reference rounds what the kernel rounds: with an f16 cache, the query
+// and the probabilities are f16 values.
+double as_cached(const KvGeometry& g, double x) {
+  return g.type == KvType::F16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(x)))) : x;
+}
 
 std::vector<int> identity_order(int n) {
   std::vector<int> order;
@@ -118,7 +124,8 @@ TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
               if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) continue;
               double dot = 0.0;
               for (int d = 0; d < head_dim; ++d)
-                dot += sc.q[static_cast<std::size_t>(h * head_dim + d)] * row(s, sc.g.k_offset(kLayer, kvh), d);
+                dot += as_cached(sc.g, sc.q[static_cast<std::size_t>(h * head_dim + d)]) *
+                       row(s, sc.g.k_offset(kLayer, kvh), d);
               score[s] = dot * scale;
               max = std::fmax(max, score[s]);
             }
@@ -127,12 +134,12 @@ TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
             for (int d = 0; d < head_dim; ++d) {
               double acc = 0.0;
               for (int s = 0; s < sc.n_slots; ++s)
-                if (score[s] > 0.0) acc += score[s] / sum * row(s, sc.g.v_offset(kLayer, kvh), d);
+                if (score[s] > 0.0) acc += as_cached(sc.g, score[s] / sum) * row(s, sc.g.v_offset(kLayer, kvh), d);
               ASSERT_NEAR(out[static_cast<std::size_t>(h * head_dim + d)], acc, 2e-5)
                   << kernel_path_name(path) << " f16=" << (type == KvType::F16) << " hd=" << head_dim
                   << " ratio=" << ratio << " h=" << h << " d=" << d;
             }
-            for (int s = 0; s < sc.n_slots; ++s) ref_mass[s] += score[s] / sum;
+            for (int s = 0; s < sc.n_slots; ++s) ref_mass[s] += as_cached(sc.g, score[s] / sum);
           }
           for (int s = 0; s < sc.n_slots; ++s) {
             if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) {
