@@ -1,16 +1,22 @@
 #include "cache/block_table.h"
 
+#include <algorithm>
+#include <string>
+
 #include "util/check.h"
 
 namespace clm {
 
-int BlockTable::capacity(const KvPool& pool) const {
-  return static_cast<int>(blocks_.size()) * pool.geometry().block_size;
+std::span<const int32_t> BlockTable::block_tokens(std::size_t b) const {
+  const std::size_t begin = b * static_cast<std::size_t>(block_size_);
+  const std::size_t end = std::min(tokens_.size(), begin + static_cast<std::size_t>(block_size_));
+  if (begin >= end) return {};
+  return std::span<const int32_t>(tokens_).subspan(begin, end - begin);
 }
 
 Status BlockTable::reserve(KvPool& pool, int n) {
-  block_size_ = pool.geometry().block_size;
-  const int need_slots = n_slots() + n - capacity(pool);
+  CLM_CHECK(pool.geometry().block_size == block_size_, "block table and pool disagree on block size");
+  const int need_slots = n_slots() + n - capacity();
   if (need_slots <= 0) return {};
   const std::size_t need_blocks = static_cast<std::size_t>((need_slots + block_size_ - 1) / block_size_);
   if (need_blocks > pool.n_free())
@@ -19,24 +25,39 @@ Status BlockTable::reserve(KvPool& pool, int n) {
   for (std::size_t i = 0; i < need_blocks; ++i) {
     const BlockId id = pool.allocate();
     CLM_CHECK(id != kNoBlock, "free count said a block was available");
-    blocks_.push_back(id);
-    block_ptrs_.push_back(pool.block_data(id));
+    push_block(id, pool.block_data(id));
   }
   return {};
 }
 
-int32_t BlockTable::append(int32_t pos) {
-  CLM_CHECK(static_cast<std::size_t>(n_slots()) < blocks_.size() * static_cast<std::size_t>(block_size_),
-            "append without reserved room");
+void BlockTable::release(KvPool& pool) {
+  for (BlockId id : blocks_)
+    if (pool.release(id) == 0) pool.free(id);
+  clear();
+}
+
+void BlockTable::push_block(BlockId id, std::byte* data) {
+  blocks_.push_back(id);
+  block_ptrs_.push_back(data);
+}
+
+void BlockTable::replace_block(std::size_t index, BlockId id, std::byte* data) {
+  blocks_.at(index) = id;
+  block_ptrs_.at(index) = data;
+}
+
+int32_t BlockTable::append(int32_t token, int32_t pos) {
+  CLM_CHECK(n_slots() < capacity(), "append without reserved room");
   positions_.push_back(pos);
+  tokens_.push_back(token);
   return n_slots() - 1;
 }
 
-void BlockTable::release(KvPool& pool) {
-  for (BlockId id : blocks_) pool.release(id);
+void BlockTable::clear() {
   blocks_.clear();
   block_ptrs_.clear();
   positions_.clear();
+  tokens_.clear();
 }
 
 }  // namespace clm

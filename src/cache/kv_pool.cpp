@@ -33,6 +33,7 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvGeometry& geometry, std::
   pool->geometry_ = geometry;
   pool->arena_.reset(raw);
   pool->refcount_.assign(n_blocks, 0);
+  pool->on_free_stack_.assign(n_blocks, 1);
   pool->free_.reserve(n_blocks);
   // Stack order: low ids are handed out first.
   for (std::size_t i = n_blocks; i-- > 0;) pool->free_.push_back(static_cast<BlockId>(i));
@@ -44,19 +45,29 @@ BlockId KvPool::allocate() {
   const BlockId id = free_.back();
   free_.pop_back();
   refcount_[static_cast<std::size_t>(id)] = 1;
+  on_free_stack_[static_cast<std::size_t>(id)] = 0;
   return id;
 }
 
 void KvPool::retain(BlockId id) {
-  int32_t& rc = refcount_.at(static_cast<std::size_t>(id));
-  CLM_CHECK(rc > 0, "kv pool: retain of a free block");
-  ++rc;
+  CLM_CHECK(!is_free(id), "kv pool: retain of a free block");
+  ++refcount_[static_cast<std::size_t>(id)];
 }
 
-void KvPool::release(BlockId id) {
+int KvPool::release(BlockId id) {
   int32_t& rc = refcount_.at(static_cast<std::size_t>(id));
-  CLM_CHECK(rc > 0, "kv pool: release of a free block");
-  if (--rc == 0) free_.push_back(id);
+  CLM_CHECK(rc > 0, "kv pool: release of an unreferenced block");
+  return --rc;
+}
+
+void KvPool::free(BlockId id) {
+  CLM_CHECK(refcount(id) == 0 && !is_free(id), "kv pool: free of a referenced or free block");
+  on_free_stack_[static_cast<std::size_t>(id)] = 1;
+  free_.push_back(id);
+}
+
+void KvPool::copy_block(BlockId from, BlockId to) {
+  std::memcpy(block_data(to), block_data(from), geometry_.block_bytes());
 }
 
 }  // namespace clm

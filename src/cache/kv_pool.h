@@ -1,6 +1,8 @@
 // KvPool: one arena of fixed-size physical KV blocks (DESIGN.md). A block id
-// indexes both the K/V bytes in the arena and a small refcount; the pool
-// knows nothing of sequences or requests. Allocation and release are O(1).
+// indexes the K/V bytes in the arena and the block's refcount; the pool
+// knows nothing of sequences, requests or cache policy. A block is free (on
+// the free stack), referenced (refcount > 0), or idle (refcount 0 but kept
+// by its owner, e.g. as a cached prefix block). All operations are O(1).
 #pragma once
 
 #include <cstddef>
@@ -30,12 +32,19 @@ class KvPool {
   std::size_t n_used() const { return n_blocks() - n_free(); }
   std::size_t arena_bytes() const { return geometry_.block_bytes() * n_blocks(); }
 
-  // A free block with refcount 1, or kNoBlock when the pool is exhausted.
+  // A free block with refcount 1, or kNoBlock when the free stack is empty.
   BlockId allocate();
+  // Adds a reference to a referenced or idle block (never a free one).
   void retain(BlockId id);
-  // Drops one reference; the block returns to the free list at zero.
-  void release(BlockId id);
+  // Drops one reference and returns how many remain. A block at zero is
+  // idle until its owner frees it or retains it again.
+  int release(BlockId id);
+  // Returns an idle block to the free stack.
+  void free(BlockId id);
   int refcount(BlockId id) const { return refcount_.at(static_cast<std::size_t>(id)); }
+  bool is_free(BlockId id) const { return on_free_stack_.at(static_cast<std::size_t>(id)) != 0; }
+  // Copies the K/V bytes of one block into another.
+  void copy_block(BlockId from, BlockId to);
 
   std::byte* block_data(BlockId id) const {
     return arena_.get() + static_cast<std::size_t>(id) * geometry_.block_bytes();
@@ -50,6 +59,7 @@ class KvPool {
   KvGeometry geometry_;
   std::unique_ptr<std::byte, FreeDeleter> arena_;
   std::vector<int32_t> refcount_;
+  std::vector<uint8_t> on_free_stack_;
   std::vector<BlockId> free_;  // stack of free ids
 };
 

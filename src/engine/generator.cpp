@@ -35,7 +35,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   const auto t0 = Clock::now();
   GenerationStats stats;
   stats.prompt_tokens = static_cast<int>(prompt.size());
-  BlockTable table;
+  BlockTable table(pool_.geometry().block_size);
   TableGuard guard{table, pool_};
   if (auto ok = table.reserve(pool_, static_cast<int>(prompt.size())); !ok)
     return fail("generate: the prompt (" + std::to_string(prompt.size()) + " tokens) does not fit the context: " +
@@ -55,7 +55,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
   for (int begin = 0; begin < n_prompt; begin += options.prefill_chunk) {
     const int end = std::min(n_prompt, begin + options.prefill_chunk);
     batch.clear();
-    for (int i = begin; i < end; ++i) batch.add(prompt[static_cast<std::size_t>(i)], i, 0, table.append(i), i == n_prompt - 1);
+    for (int i = begin; i < end; ++i) batch.add(prompt[static_cast<std::size_t>(i)], i, 0, table.append(prompt[static_cast<std::size_t>(i)], i), i == n_prompt - 1);
     if (auto ok = run(); !ok) return std::unexpected(ok.error());
   }
   stats.prefill_s = seconds_since(t0);
@@ -89,7 +89,7 @@ Result<GenerationStats> Generator::generate(std::span<const int32_t> prompt, con
     }
     const int32_t pos = static_cast<int32_t>(history.size()) - 1;
     batch.clear();
-    batch.add(out.id, pos, 0, table.append(pos), true);
+    batch.add(out.id, pos, 0, table.append(out.id, pos), true);
     if (auto ok = run(); !ok) return std::unexpected(ok.error());
   }
   stats.decode_s = seconds_since(decode_t0);

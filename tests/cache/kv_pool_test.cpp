@@ -44,17 +44,23 @@ TEST(KvPool, BlockBytesDoNotOverlap) {
   EXPECT_EQ(g.block_bytes(), 2u * 2u * 2u * 4u * 4u * 2u);  // layers * K|V * heads * tokens * dim * f16
 }
 
-TEST(KvPool, RetainReleaseReturnsBlockAtZero) {
+TEST(KvPool, ReleaseToZeroLeavesBlockIdleUntilFreed) {
   auto pool = KvPool::create(small_geometry(), 2);
   ASSERT_TRUE(pool);
   KvPool& p = **pool;
   const BlockId id = p.allocate();
   p.retain(id);
   EXPECT_EQ(p.refcount(id), 2);
-  p.release(id);
+  EXPECT_EQ(p.release(id), 1);
   EXPECT_EQ(p.n_free(), 1u);
-  p.release(id);
-  EXPECT_EQ(p.refcount(id), 0);
+  EXPECT_EQ(p.release(id), 0);
+  // Idle: unreferenced but not free until its owner says so.
+  EXPECT_EQ(p.n_free(), 1u);
+  EXPECT_FALSE(p.is_free(id));
+  p.retain(id);  // an idle block can be revived
+  EXPECT_EQ(p.release(id), 0);
+  p.free(id);
+  EXPECT_TRUE(p.is_free(id));
   EXPECT_EQ(p.n_free(), 2u);
 }
 
@@ -75,10 +81,10 @@ TEST(BlockTable, ReservesWholeBlocksAndReleasesThem) {
   auto pool = KvPool::create(small_geometry(), 4);
   ASSERT_TRUE(pool);
   KvPool& p = **pool;
-  BlockTable t;
+  BlockTable t(4);
   ASSERT_TRUE(t.reserve(p, 5));  // 5 slots of 4 -> 2 blocks
   EXPECT_EQ(t.blocks().size(), 2u);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(t.append(10 + i), i);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(t.append(100 + i, 10 + i), i);
   ASSERT_TRUE(t.reserve(p, 3));  // fits in the second block
   EXPECT_EQ(t.blocks().size(), 2u);
   ASSERT_TRUE(t.reserve(p, 4));  // needs a third
@@ -97,7 +103,7 @@ TEST(BlockTable, FailedReserveChangesNothing) {
   auto pool = KvPool::create(small_geometry(), 2);
   ASSERT_TRUE(pool);
   KvPool& p = **pool;
-  BlockTable t;
+  BlockTable t(4);
   ASSERT_TRUE(t.reserve(p, 4));
   auto r = t.reserve(p, 9);  // would need 2 more blocks, only 1 free
   ASSERT_FALSE(r);

@@ -47,7 +47,7 @@ std::vector<std::vector<float>> run(Model& model, KvType kv, std::vector<std::ve
       for (int k = 0; k < n; ++k) {
         const int pos = s.done + k;
         const bool is_last = pos + 1 == static_cast<int>(s.tokens.size());
-        batch.add(s.tokens[static_cast<std::size_t>(pos)], pos, seq_index, s.table.append(pos), is_last);
+        batch.add(s.tokens[static_cast<std::size_t>(pos)], pos, seq_index, s.table.append(s.tokens[static_cast<std::size_t>(pos)], pos), is_last);
         if (is_last) out_seq.push_back(i);
       }
       s.done += n;
@@ -125,7 +125,7 @@ TEST(ForwardInvariance, RejectsInconsistentBatches) {
   ASSERT_TRUE(pool);
   BlockTable table;
   ASSERT_TRUE(table.reserve(**pool, 2));
-  table.append(0);
+  table.append(1, 0);
   const KvSeqView seq = table.view();
   ThreadPool tp(1);
   std::vector<float> logits(static_cast<std::size_t>(c.n_vocab));

@@ -173,10 +173,10 @@ std::vector<std::vector<float>> engine_logits(Model& model, const std::vector<in
   KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 16, KvType::F32};
   auto pool = KvPool::create(g, 8);
   EXPECT_TRUE(pool);
-  BlockTable table;
+  BlockTable table(16);
   EXPECT_TRUE(table.reserve(**pool, static_cast<int>(tokens.size())));
   Batch batch;
-  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) batch.add(tokens[i], i, 0, table.append(i), true);
+  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) batch.add(tokens[i], i, 0, table.append(tokens[i], i), true);
   std::vector<float> logits(tokens.size() * static_cast<std::size_t>(c.n_vocab));
   const KvSeqView seq = table.view();
   ThreadPool threads(2);

@@ -1,0 +1,41 @@
+// CacheStats: how well the KV cache is doing, as counters a snapshot copies.
+// Ratios are derived on read so the counters stay the single source of truth.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace clm {
+
+struct CacheStats {
+  // Requests and tokens.
+  uint64_t sequences = 0;          // sequences begun
+  uint64_t prompt_tokens = 0;      // prompt tokens seen by begin_sequence
+  uint64_t reused_tokens = 0;      // of those, attached from the prefix index
+  uint64_t blocks_looked_up = 0;   // full prompt blocks looked up in the index
+  uint64_t blocks_hit = 0;         // of those, found resident
+  // Blocks now.
+  std::size_t blocks_total = 0;
+  std::size_t blocks_used = 0;     // referenced by a live sequence
+  std::size_t blocks_cached = 0;   // unreferenced but resident and reusable
+  std::size_t blocks_free = 0;     // holding nothing
+  std::size_t block_bytes = 0;
+  // Lifetime of cached blocks.
+  uint64_t blocks_ever_cached = 0;       // registered in the prefix index
+  uint64_t cached_blocks_hit = 0;        // of those, hit at least once
+  uint64_t evictions_capacity = 0;       // dropped to make room
+  uint64_t evictions_ttl = 0;            // dropped after their time-to-live
+  uint64_t copy_on_write = 0;            // shared blocks copied before a write
+
+  double block_hit_rate() const { return ratio(blocks_hit, blocks_looked_up); }
+  double token_hit_rate() const { return ratio(reused_tokens, prompt_tokens); }
+  double cache_efficiency_ratio() const { return ratio(cached_blocks_hit, blocks_ever_cached); }
+  double memory_used_mb() const {
+    return static_cast<double>((blocks_used + blocks_cached) * block_bytes) / (1024.0 * 1024.0);
+  }
+
+ private:
+  static double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / static_cast<double>(b); }
+};
+
+}  // namespace clm
