@@ -1,0 +1,59 @@
+// OpenAI response bodies: chat.completion and text_completion objects, their
+// streaming chunks, usage with cached prompt tokens, and log-probabilities in
+// each endpoint's own layout. Pure formatting of values already computed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/openai_request.h"
+
+namespace clm {
+
+struct TokenLogprob {
+  std::string token;  // the token's text
+  float logprob = 0.0f;
+  std::vector<std::pair<std::string, float>> top;  // most likely first
+};
+
+struct Usage {
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  int cached_tokens = 0;  // prompt tokens attached from the KV cache, not computed
+};
+
+// What every object of one response shares.
+struct ResponseMeta {
+  ApiEndpoint endpoint = ApiEndpoint::Completion;
+  std::string id;  // "chatcmpl-..." or "cmpl-..."
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+};
+
+// A fresh id with the endpoint's prefix and 24 random hex digits.
+std::string make_response_id(ApiEndpoint endpoint);
+
+nlohmann::json usage_json(const Usage& usage);
+
+// The whole non-streaming response. logprobs: nullptr when not requested.
+nlohmann::json completion_response(const ResponseMeta& meta, const std::string& text,
+                                   const std::string& finish_reason, const Usage& usage,
+                                   const std::vector<TokenLogprob>* logprobs);
+
+struct StreamChunk {
+  std::string text;
+  bool first = false;  // chat: the first chunk announces the assistant role
+  std::optional<std::string> finish_reason;
+  const std::vector<TokenLogprob>* logprobs = nullptr;  // the tokens this chunk covers
+  std::size_t text_offset = 0;  // completions: where this chunk's text starts in the reply
+};
+nlohmann::json stream_chunk(const ResponseMeta& meta, const StreamChunk& chunk);
+// The final chunk of stream_options.include_usage: no choices, only usage.
+nlohmann::json usage_chunk(const ResponseMeta& meta, const Usage& usage);
+
+}  // namespace clm

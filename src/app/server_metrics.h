@@ -1,0 +1,31 @@
+// The server's Prometheus metrics, all named clmcache_*: requests by endpoint
+// and status, token counters, latency and time-to-first-token histograms, and
+// KV cache and scheduler gauges refreshed from a stats snapshot at scrape time.
+#pragma once
+
+#include <string>
+
+#include "app/metrics_registry.h"
+#include "cache/cache_stats.h"
+
+namespace clm {
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+
+  void record_request(const std::string& endpoint, int status);
+  // One finished generation; ttft_s < 0 when no token was produced.
+  void record_generation(const std::string& endpoint, int prompt_tokens, int cached_tokens, int generated_tokens,
+                         double latency_s, double ttft_s);
+  void update_cache(const CacheStats& stats);
+  void update_scheduler(int running, int queued);
+
+  std::string render() const { return registry_.render(); }
+  const MetricsRegistry& registry() const { return registry_; }
+
+ private:
+  MetricsRegistry registry_;
+};
+
+}  // namespace clm

@@ -1,0 +1,256 @@
+// OpenAI request parsing: every field's type and range, the error shape and
+// status of each refusal, and the defaults a request gets.
+#include <gtest/gtest.h>
+
+#include "app/openai_request.h"
+
+namespace clm {
+namespace {
+
+using nlohmann::json;
+
+RequestDefaults defaults() {
+  RequestDefaults d;
+  d.model_id = "stories260K";
+  d.max_tokens = 77;
+  d.max_tokens_limit = 4096;
+  d.sampler.temperature = 0.5f;
+  d.sampler.top_k = 12;
+  return d;
+}
+
+json chat_body() { return {{"messages", {{{"role", "user"}, {"content", "hi"}}}}}; }
+
+ApiError chat_error(json body) {
+  auto r = parse_chat_request(body, defaults());
+  EXPECT_FALSE(r.has_value()) << body.dump();
+  return r ? ApiError{} : r.error();
+}
+
+ApiError completion_error(json body) {
+  auto r = parse_completion_request(body, defaults());
+  EXPECT_FALSE(r.has_value()) << body.dump();
+  return r ? ApiError{} : r.error();
+}
+
+TEST(OpenAiRequest, ChatMinimalGetsDefaults) {
+  auto r = parse_chat_request(chat_body(), defaults());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->endpoint, ApiEndpoint::Chat);
+  EXPECT_EQ(r->model, "stories260K");
+  ASSERT_EQ(r->messages.size(), 1u);
+  EXPECT_EQ(r->messages[0].role, "user");
+  EXPECT_EQ(r->messages[0].content, "hi");
+  EXPECT_EQ(r->max_tokens, 77);
+  EXPECT_FLOAT_EQ(r->sampler.temperature, 0.5f);
+  EXPECT_EQ(r->sampler.top_k, 12);
+  EXPECT_FALSE(r->stream);
+  EXPECT_FALSE(r->logprobs);
+  EXPECT_TRUE(r->stop.empty());
+}
+
+TEST(OpenAiRequest, ChatAllFields) {
+  json body = chat_body();
+  body["model"] = "stories260K";
+  body["messages"].push_back({{"role", "assistant"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}});
+  body["max_completion_tokens"] = 9;
+  body["temperature"] = 0;
+  body["top_p"] = 0.9;
+  body["n"] = 1;
+  body["stop"] = {"x", "", "yz"};
+  body["seed"] = 42;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  body["presence_penalty"] = 0.5;
+  body["frequency_penalty"] = -0.5;
+  body["user"] = "u1";
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  body["session_id"] = "s1";
+  body["top_k"] = 5;
+  body["min_p"] = 0.1;
+  body["repeat_penalty"] = 1.1;
+  auto r = parse_chat_request(body, defaults());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->messages[1].content, "ab");
+  EXPECT_EQ(r->max_tokens, 9);
+  EXPECT_FLOAT_EQ(r->sampler.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r->sampler.top_p, 0.9f);
+  EXPECT_EQ(r->stop, (std::vector<std::string>{"x", "yz"}));
+  EXPECT_EQ(r->sampler.seed, 42u);
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 3);
+  EXPECT_FLOAT_EQ(r->sampler.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r->sampler.frequency_penalty, -0.5f);
+  EXPECT_EQ(r->user, "u1");
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->session_id, "s1");
+  EXPECT_EQ(r->sampler.top_k, 5);
+  EXPECT_FLOAT_EQ(r->sampler.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(r->sampler.repeat_penalty, 1.1f);
+}
+
+TEST(OpenAiRequest, NullMeansAbsent) {
+  json body = chat_body();
+  body["temperature"] = nullptr;
+  body["stop"] = nullptr;
+  auto r = parse_chat_request(body, defaults());
+  ASSERT_TRUE(r);
+  EXPECT_FLOAT_EQ(r->sampler.temperature, 0.5f);
+}
+
+TEST(OpenAiRequest, MalformedJsonIs400) {
+  for (const char* text : {"{", "", "[1,2]", "\"text\"", "{\"a\":}"}) {
+    auto r = parse_json_body(text);
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().status, 400);
+    EXPECT_EQ(r.error().code, "invalid_json");
+  }
+  EXPECT_TRUE(parse_json_body("{\"a\": 1}"));
+}
+
+TEST(OpenAiRequest, WrongTypesAre400WithParam) {
+  struct Case { const char* field; json value; };
+  const Case cases[] = {
+      {"temperature", "hot"}, {"top_p", true}, {"max_tokens", 1.5}, {"max_tokens", "10"}, {"n", 1.0},
+      {"stop", 3}, {"stop", json::array({1})}, {"seed", 0.5}, {"logprobs", 1}, {"stream", "yes"},
+      {"user", 7}, {"session_id", json::object()}, {"top_k", -1.5}, {"model", 3}, {"stream_options", 1},
+  };
+  for (const auto& c : cases) {
+    json body = chat_body();
+    body["stream"] = true;  // so that stream_options alone is judged by its type
+    body[c.field] = c.value;
+    const ApiError e = chat_error(body);
+    EXPECT_EQ(e.status, 400) << c.field;
+    EXPECT_EQ(e.param, c.field) << c.field;
+    EXPECT_EQ(e.type, "invalid_request_error");
+  }
+}
+
+TEST(OpenAiRequest, OutOfRangeIs400) {
+  struct Case { const char* field; json value; };
+  const Case cases[] = {
+      {"temperature", -0.1}, {"temperature", 2.5}, {"top_p", 1.5}, {"max_tokens", 0}, {"max_tokens", 5000},
+      {"max_completion_tokens", -3}, {"presence_penalty", 3}, {"frequency_penalty", -2.01}, {"top_k", -1},
+      {"min_p", 2}, {"repeat_penalty", 0}, {"repeat_penalty", 11}, {"top_logprobs", 21}, {"n", 0},
+      {"seed", 18446744073709551615ull},
+  };
+  for (const auto& c : cases) {
+    json body = chat_body();
+    body["logprobs"] = true;
+    body[c.field] = c.value;
+    const ApiError e = chat_error(body);
+    EXPECT_EQ(e.status, 400) << c.field << " " << c.value.dump();
+    EXPECT_EQ(e.param, c.field);
+    EXPECT_EQ(e.code, "out_of_range") << c.field;
+  }
+}
+
+TEST(OpenAiRequest, MessagesValidated) {
+  EXPECT_EQ(chat_error(json::object()).code, "missing_field");
+  EXPECT_EQ(chat_error({{"messages", json::array()}}).param, "messages");
+  EXPECT_EQ(chat_error({{"messages", "hi"}}).param, "messages");
+  EXPECT_EQ(chat_error({{"messages", {1}}}).param, "messages[0]");
+  EXPECT_EQ(chat_error({{"messages", {{{"content", "x"}}}}}).param, "messages[0].role");
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}).param, "messages[0].role");
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", 5}}}}}).param, "messages[0].content");
+  const ApiError image = chat_error(
+      {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}});
+  EXPECT_EQ(image.status, 422);
+  EXPECT_EQ(image.param, "messages[0].content");
+}
+
+TEST(OpenAiRequest, UnknownModelIs404) {
+  json body = chat_body();
+  body["model"] = "gpt-9";
+  const ApiError e = chat_error(body);
+  EXPECT_EQ(e.status, 404);
+  EXPECT_EQ(e.code, "model_not_found");
+  EXPECT_EQ(e.param, "model");
+}
+
+TEST(OpenAiRequest, MoreThanOneChoiceIsRefusedClearly) {
+  json body = chat_body();
+  body["n"] = 2;
+  const ApiError e = chat_error(body);
+  EXPECT_EQ(e.status, 422);
+  EXPECT_EQ(e.param, "n");
+  EXPECT_NE(e.message.find("'n' must be 1"), std::string::npos);
+}
+
+TEST(OpenAiRequest, StreamOptionsNeedStream) {
+  json body = chat_body();
+  body["stream_options"] = {{"include_usage", true}};
+  EXPECT_EQ(chat_error(body).param, "stream_options");
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", "yes"}};
+  EXPECT_EQ(chat_error(body).param, "stream_options.include_usage");
+}
+
+TEST(OpenAiRequest, TopLogprobsNeedsLogprobs) {
+  json body = chat_body();
+  body["top_logprobs"] = 2;
+  EXPECT_EQ(chat_error(body).param, "top_logprobs");
+}
+
+TEST(OpenAiRequest, TooManyStopStrings) {
+  json body = chat_body();
+  body["stop"] = std::vector<std::string>(kMaxStopStrings + 1, "x");
+  EXPECT_EQ(chat_error(body).param, "stop");
+}
+
+TEST(OpenAiRequest, SeedMinusOneMeansRandom) {
+  json body = chat_body();
+  body["seed"] = -1;
+  auto r = parse_chat_request(body, defaults());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->sampler.seed, kRandomSeed);
+}
+
+TEST(OpenAiRequest, CompletionPromptForms) {
+  auto a = parse_completion_request({{"prompt", "Once"}}, defaults());
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->endpoint, ApiEndpoint::Completion);
+  EXPECT_EQ(a->prompt, "Once");
+  auto b = parse_completion_request({{"prompt", {"Upon"}}, {"stop", "."}}, defaults());
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->prompt, "Upon");
+  EXPECT_EQ(b->stop, std::vector<std::string>{"."});
+  EXPECT_EQ(completion_error(json::object()).code, "missing_field");
+  EXPECT_EQ(completion_error({{"prompt", 5}}).status, 400);
+  EXPECT_EQ(completion_error({{"prompt", json::array()}}).status, 400);
+  EXPECT_EQ(completion_error({{"prompt", {"a", "b"}}}).status, 422);
+}
+
+TEST(OpenAiRequest, CompletionLogprobsIsACount) {
+  auto r = parse_completion_request({{"prompt", "x"}, {"logprobs", 3}}, defaults());
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 3);
+  auto none = parse_completion_request({{"prompt", "x"}}, defaults());
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->logprobs);
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logprobs", true}}).param, "logprobs");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"logprobs", 99}}).code, "out_of_range");
+}
+
+TEST(OpenAiRequest, ErrorJsonShape) {
+  const ApiError e = invalid_field_error("temperature", "bad");
+  const json j = e.to_json();
+  ASSERT_TRUE(j.contains("error"));
+  EXPECT_EQ(j["error"]["message"], "bad");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "temperature");
+  EXPECT_EQ(j["error"]["code"], "invalid_value");
+  const json none = unauthorized_error().to_json();
+  EXPECT_TRUE(none["error"]["param"].is_null());
+  EXPECT_EQ(unauthorized_error().status, 401);
+  EXPECT_EQ(body_too_large_error(10).status, 413);
+  const ApiError busy = server_busy_error(2);
+  EXPECT_EQ(busy.status, 429);
+  EXPECT_EQ(busy.retry_after_s, 2);
+}
+
+}  // namespace
+}  // namespace clm

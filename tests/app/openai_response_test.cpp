@@ -1,0 +1,111 @@
+// Response formatting: the OpenAI object shapes for both endpoints, streaming
+// chunks as SSE events, usage with cached tokens, and logprob layouts.
+#include <gtest/gtest.h>
+
+#include "app/openai_response.h"
+#include "app/sse.h"
+
+namespace clm {
+namespace {
+
+using nlohmann::json;
+
+ResponseMeta meta(ApiEndpoint e) { return {e, make_response_id(e), 1700000000, "stories260K"}; }
+
+TEST(OpenAiResponse, IdsHaveTheEndpointPrefixAndDiffer) {
+  const std::string a = make_response_id(ApiEndpoint::Chat);
+  EXPECT_TRUE(a.starts_with("chatcmpl-"));
+  EXPECT_TRUE(make_response_id(ApiEndpoint::Completion).starts_with("cmpl-"));
+  EXPECT_NE(a, make_response_id(ApiEndpoint::Chat));
+}
+
+TEST(OpenAiResponse, ChatCompletionObject) {
+  const Usage usage{10, 4, 8};
+  const json j = completion_response(meta(ApiEndpoint::Chat), "Hello", "stop", usage, nullptr);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["model"], "stories260K");
+  EXPECT_EQ(j["created"], 1700000000);
+  ASSERT_EQ(j["choices"].size(), 1u);
+  EXPECT_EQ(j["choices"][0]["index"], 0);
+  EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 10);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 4);
+  EXPECT_EQ(j["usage"]["total_tokens"], 14);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+}
+
+TEST(OpenAiResponse, TextCompletionObjectWithLogprobs) {
+  const std::vector<TokenLogprob> lps = {{"Once", -0.5f, {{"Once", -0.5f}, {"The", -1.5f}}},
+                                         {" upon", -0.25f, {{" upon", -0.25f}}}};
+  const json j = completion_response(meta(ApiEndpoint::Completion), "Once upon", "length", {3, 2, 0}, &lps);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["text"], "Once upon");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  const json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"Once", " upon"}));
+  EXPECT_EQ(lp["token_logprobs"], json({-0.5, -0.25}));
+  EXPECT_EQ(lp["text_offset"], json({0, 4}));
+  EXPECT_EQ(lp["top_logprobs"][0]["The"], -1.5);
+}
+
+TEST(OpenAiResponse, ChatLogprobsLayout) {
+  const std::vector<TokenLogprob> lps = {{"Hi", -0.125f, {{"Hi", -0.125f}, {"Yo", -2.0f}}}};
+  const json j = completion_response(meta(ApiEndpoint::Chat), "Hi", "stop", {}, &lps);
+  const json& c = j["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0]["token"], "Hi");
+  EXPECT_EQ(c[0]["logprob"], -0.125);
+  EXPECT_EQ(c[0]["bytes"], json({72, 105}));
+  EXPECT_EQ(c[0]["top_logprobs"][1]["token"], "Yo");
+}
+
+TEST(OpenAiResponse, ChatChunks) {
+  const ResponseMeta m = meta(ApiEndpoint::Chat);
+  StreamChunk first;
+  first.first = true;
+  const json a = stream_chunk(m, first);
+  EXPECT_EQ(a["object"], "chat.completion.chunk");
+  EXPECT_EQ(a["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(a["choices"][0]["delta"]["content"], "");
+  EXPECT_TRUE(a["choices"][0]["finish_reason"].is_null());
+  StreamChunk text;
+  text.text = "Hi";
+  const json b = stream_chunk(m, text);
+  EXPECT_FALSE(b["choices"][0]["delta"].contains("role"));
+  EXPECT_EQ(b["choices"][0]["delta"]["content"], "Hi");
+  EXPECT_EQ(b["id"], a["id"]);
+  StreamChunk last;
+  last.finish_reason = "length";
+  const json c = stream_chunk(m, last);
+  EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(c["choices"][0]["delta"].empty());
+  const json u = usage_chunk(m, {5, 2, 1});
+  EXPECT_TRUE(u["choices"].empty());
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
+}
+
+TEST(OpenAiResponse, CompletionChunkOffsets) {
+  const std::vector<TokenLogprob> lps = {{"a", -1.0f, {}}, {"bc", -2.0f, {}}};
+  StreamChunk chunk;
+  chunk.text = "abc";
+  chunk.logprobs = &lps;
+  chunk.text_offset = 10;
+  const json j = stream_chunk(meta(ApiEndpoint::Completion), chunk);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["text"], "abc");
+  EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], json({10, 11}));
+}
+
+TEST(Sse, EventsAndDone) {
+  EXPECT_EQ(sse_event(json{{"a", 1}}), "data: {\"a\":1}\n\n");
+  EXPECT_EQ(sse_done(), "data: [DONE]\n\n");
+  // Invalid UTF-8 from a model never throws; it becomes U+FFFD.
+  const std::string bad = sse_event(json{{"t", std::string("\xff")}});
+  EXPECT_NE(bad.find("\xef\xbf\xbd"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace clm
