@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "memory_bench.h"
 #include "model_bench.h"
 
 namespace clm {
@@ -51,6 +52,16 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   model->add_option("-o,--output", mf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   model->add_option("--kv-type", mf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
   model->callback([mf, &exit_code] { exit_code = bench_model(*mf); });
+
+  auto mem = std::make_shared<MemoryBenchOptions>();
+  CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");
+  memory->add_option("--size-mb", mem->size_mb, "buffer size in MiB")->check(CLI::Range(64, 1 << 16));
+  memory->add_option("-t,--threads", mem->n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  memory->add_option("-r,--repetitions", mem->repetitions, "measured passes")->check(CLI::Range(1, 1000));
+  memory->callback([mem, &exit_code] {
+    std::cout << to_json(*mem, run_memory_bench(*mem)).dump(2) << "\n";
+    exit_code = 0;
+  });
 }
 
 }  // namespace clm

@@ -140,3 +140,18 @@ TEST(CliBench, ModelBenchRejectsMissingModel) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliBench, MemoryBenchReportsBandwidth) {
+  const auto r = test::run_command(cli() + " bench memory --size-mb 64 -r 2 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_GT(j["read_gb_per_s"]["median"].get<double>(), 0.1);
+  EXPECT_GE(j["read_gb_per_s"]["max"].get<double>(), j["read_gb_per_s"]["min"].get<double>());
+}
+
+}  // namespace
+}  // namespace clm
