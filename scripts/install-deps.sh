@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libxxhash-dev
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libxxhash-dev libbenchmark-dev
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
 )
 

@@ -181,8 +181,13 @@ Check read_messages(const json& body, std::vector<ChatMessage>& out) {
     if (!m.is_object()) return invalid_field_error(at, "'" + at + "' must be an object", "invalid_type");
     if (!m.contains("role") || !m["role"].is_string())
       return invalid_field_error(at + ".role", "'" + at + ".role' must be a string", "invalid_type");
-    const std::string role = m["role"].get<std::string>();
-    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool")
+    std::string role = m["role"].get<std::string>();
+    // "developer" is OpenAI's newer name for the system role.
+    if (role == "developer") role = "system";
+    if (role == "tool" || role == "function")
+      return unsupported_value_error(at + ".role", "this server does not call tools; '" + role +
+                                                       "' messages are not supported");
+    if (role != "system" && role != "user" && role != "assistant")
       return invalid_field_error(at + ".role", "unknown role '" + role + "' in '" + at + ".role'");
     auto content = message_content(m.contains("content") ? m["content"] : json(nullptr), i);
     if (!content) return content.error();

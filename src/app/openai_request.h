@@ -14,21 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include "app/api_error.h"
+#include "model/chat_template.h"
 #include "model/sampler.h"
 
 namespace clm {
 
 enum class ApiEndpoint { Chat, Completion };
 
-struct ChatMessage {
-  std::string role;  // system, developer, user, assistant or tool
-  std::string content;
-};
-
 struct GenerationRequest {
   ApiEndpoint endpoint = ApiEndpoint::Completion;
   std::string model;
-  std::vector<ChatMessage> messages;  // chat
+  std::vector<ChatMessage> messages;  // chat; roles system, user, assistant
   std::string prompt;                 // completion
   int max_tokens = 0;                 // filled from the defaults when absent
   SamplerParams sampler;              // the defaults, overridden field by field

@@ -113,3 +113,45 @@ TEST(Cli, NoModelGeneratesTheSyntheticDemoOnceAndSaysSo) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliBench, ModelBenchReportsPpAndTgAsJson) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command(cli() + " bench model -m " + test::shell_quote(model) +
+                                   " -p 16 -n 4 -r 2 -t 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["pp"]["tokens"], 16);
+  EXPECT_EQ(j["tg"]["tokens"], 4);
+  EXPECT_EQ(j["pp"]["tokens_per_second"]["n"], 2);
+  EXPECT_GT(j["pp"]["tokens_per_second"]["median"].get<double>(), 0.0);
+  EXPECT_GT(j["tg"]["tokens_per_second"]["median"].get<double>(), 0.0);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_GT(j["weight_bytes"].get<double>(), 1e6);
+}
+
+TEST(CliBench, ModelBenchRejectsMissingModel) {
+  const auto r = test::run_command(cli() + " bench model -m /nonexistent/model.gguf -p 8 -n 2 -r 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("model.gguf"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliBench, MemoryBenchReportsBandwidth) {
+  const auto r = test::run_command(cli() + " bench memory --size-mb 64 -r 2 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_GT(j["read_gb_per_s"]["median"].get<double>(), 0.1);
+  EXPECT_GE(j["read_gb_per_s"]["max"].get<double>(), j["read_gb_per_s"]["min"].get<double>());
+}
+
+}  // namespace
+}  // namespace clm

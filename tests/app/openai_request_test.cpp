@@ -155,6 +155,10 @@ TEST(OpenAiRequest, MessagesValidated) {
   EXPECT_EQ(chat_error({{"messages", {{{"content", "x"}}}}}).param, "messages[0].role");
   EXPECT_EQ(chat_error({{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}).param, "messages[0].role");
   EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", 5}}}}}).param, "messages[0].content");
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "tool"}, {"content", "x"}}}}}).status, 422);
+  auto dev = parse_chat_request({{"messages", {{{"role", "developer"}, {"content", "be brief"}}}}}, defaults());
+  ASSERT_TRUE(dev);
+  EXPECT_EQ(dev->messages[0].role, "system");
   const ApiError image = chat_error(
       {{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}});
   EXPECT_EQ(image.status, 422);

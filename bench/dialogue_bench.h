@@ -1,0 +1,63 @@
+// `clmcache bench dialogue`: what prefix caching buys in conversations.
+// (a) A long customer-service history plus a short new question: time to
+// first token with a cold cache vs with the history cached, alternated in
+// one run. (b) Many concurrent sessions sharing one long system prompt, each
+// with its own turns: throughput, time to first token p50/p95, and peak KV
+// memory with sharing vs without, against the ideal (one copy of the shared
+// prompt plus each session's own tokens, in whole blocks).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_stats.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct DialogueBenchOptions {
+  std::string model_path;
+  int n_threads = 0;
+  int block_size = 32;
+  int max_batch_tokens = 512;
+  // (a)
+  int history_tokens = 842;
+  int question_tokens = 28;
+  int repetitions = 5;
+  // (b)
+  int sessions = 32;
+  int system_tokens = 1000;
+  int turns = 2;          // user turns per session
+  int user_tokens = 24;   // per user turn
+  int reply_tokens = 16;  // generated per turn
+};
+
+struct SessionRun {
+  double seconds = 0.0;
+  long generated_tokens = 0;
+  double tokens_per_s = 0.0;
+  double ttft_p50_s = 0.0;
+  double ttft_p95_s = 0.0;
+  std::size_t peak_blocks = 0;        // blocks referenced by live sequences, at the peak
+  std::size_t ideal_blocks = 0;       // at the same step
+  long prompt_tokens = 0;
+  long cached_tokens = 0;
+};
+
+struct DialogueBenchResult {
+  std::string model;
+  std::size_t block_bytes = 0;
+  Summary cold_ttft_s;
+  Summary warm_ttft_s;
+  int warm_cached_tokens = 0;
+  SessionRun shared;
+  SessionRun unshared;
+};
+
+Result<DialogueBenchResult> run_dialogue_bench(const DialogueBenchOptions& options);
+nlohmann::json to_json(const DialogueBenchOptions& options, const DialogueBenchResult& result);
+std::string to_markdown(const DialogueBenchOptions& options, const DialogueBenchResult& result);
+
+}  // namespace clm

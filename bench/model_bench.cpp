@@ -1,0 +1,128 @@
+#include "model_bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "cache/block_table.h"
+#include "cache/kv_pool.h"
+#include "kernels/cpu_features.h"
+#include "model/model.h"
+
+namespace clm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Runner {
+ public:
+  Runner(Model& model, KvPool& pool, ThreadPool& threads) : model_(model), pool_(pool), threads_(threads) {}
+
+  // Seconds to run `tokens` from an empty cache, `per_call` tokens per forward call.
+  Result<double> time(const std::vector<int32_t>& tokens, int per_call) {
+    BlockTable table(pool_.geometry().block_size);
+    if (auto ok = table.reserve(pool_, static_cast<int>(tokens.size())); !ok) return std::unexpected(ok.error());
+    std::vector<float> logits(static_cast<std::size_t>(model_.config().n_vocab));
+    Batch batch;
+    const auto t0 = Clock::now();
+    for (std::size_t begin = 0; begin < tokens.size(); begin += static_cast<std::size_t>(per_call)) {
+      const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(per_call));
+      batch.clear();
+      for (std::size_t i = begin; i < end; ++i)
+        batch.add(tokens[i], static_cast<int32_t>(i), 0, table.append(tokens[i], static_cast<int32_t>(i)), i + 1 == end);
+      const KvSeqView seq = table.view();
+      if (auto ok = model_.forward(batch, KvView{pool_.geometry(), {&seq, 1}}, logits, threads_); !ok) {
+        table.release(pool_);
+        return std::unexpected(ok.error());
+      }
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    table.release(pool_);
+    return s;
+  }
+
+ private:
+  Model& model_;
+  KvPool& pool_;
+  ThreadPool& threads_;
+};
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab));
+  return t;
+}
+
+Result<Summary> measure(Runner& runner, const std::vector<int32_t>& tokens, int per_call, int reps) {
+  std::vector<double> rates;
+  for (int r = -1; r < reps; ++r) {  // r == -1: warm-up, not recorded
+    auto s = runner.time(tokens, per_call);
+    if (!s) return std::unexpected(s.error());
+    if (r >= 0) rates.push_back(static_cast<double>(tokens.size()) / *s);
+  }
+  return summarize(rates);
+}
+
+}  // namespace
+
+Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
+  if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1) return fail("bench: -p, -n must be >= 0 and -r >= 1");
+  auto model = Model::load(o.model_path);
+  if (!model) return fail(model.error().message);
+  const ModelConfig& c = (*model)->config();
+  KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 32, o.kv_f32 ? KvType::F32 : KvType::F16};
+  const int n_tokens = std::max(o.n_prompt, o.n_gen);
+  auto pool = KvPool::create(g, static_cast<std::size_t>((n_tokens + g.block_size - 1) / g.block_size + 1));
+  if (!pool) return fail(pool.error().message);
+  ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
+  Runner runner(**model, **pool, threads);
+
+  ModelBenchResult r;
+  r.model = o.model_path;
+  r.kernel_path = std::string(kernel_path_name(active_kernel_path()));
+  r.n_threads = threads.size();
+  r.weight_bytes = (*model)->weight_bytes();
+  for (const auto& t : (*model)->file().tensors()) r.parameters += t.n_elements;
+  if (o.n_prompt > 0) {
+    auto s = measure(runner, random_tokens(o.n_prompt, c.n_vocab, 1), o.n_prompt, o.repetitions);
+    if (!s) return fail(s.error().message);
+    r.pp_tokens_per_s = *s;
+  }
+  if (o.n_gen > 0) {
+    auto s = measure(runner, random_tokens(o.n_gen, c.n_vocab, 2), 1, o.repetitions);
+    if (!s) return fail(s.error().message);
+    r.tg_tokens_per_s = *s;
+  }
+  return r;
+}
+
+nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
+  auto summary = [](const Summary& s) {
+    return nlohmann::json{{"median", s.median}, {"mean", s.mean}, {"stddev", s.stddev},
+                          {"min", s.min},       {"max", s.max},   {"n", s.n}};
+  };
+  nlohmann::json j = {{"model", r.model},          {"kernel_path", r.kernel_path}, {"threads", r.n_threads},
+                      {"weight_bytes", r.weight_bytes}, {"parameters", r.parameters}, {"repetitions", o.repetitions}};
+  if (o.n_prompt > 0) j["pp"] = {{"tokens", o.n_prompt}, {"tokens_per_second", summary(r.pp_tokens_per_s)}};
+  if (o.n_gen > 0) j["tg"] = {{"tokens", o.n_gen}, {"tokens_per_second", summary(r.tg_tokens_per_s)}};
+  return j;
+}
+
+std::string to_markdown(const ModelBenchOptions& o, const ModelBenchResult& r) {
+  std::string out = "| model | size | params | kernels | threads | test | t/s |\n|---|---:|---:|---|---:|---|---:|\n";
+  char row[512];
+  auto add = [&](const std::string& test, const Summary& s) {
+    std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f ± %.2f |\n", r.model.c_str(),
+                  static_cast<double>(r.weight_bytes) / (1024.0 * 1024.0), static_cast<double>(r.parameters) / 1e6,
+                  r.kernel_path.c_str(), r.n_threads, test.c_str(), s.median, s.stddev);
+    out += row;
+  };
+  if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt), r.pp_tokens_per_s);
+  if (o.n_gen > 0) add("tg" + std::to_string(o.n_gen), r.tg_tokens_per_s);
+  return out;
+}
+
+}  // namespace clm

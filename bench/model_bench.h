@@ -1,0 +1,39 @@
+// `clmcache bench model`: prompt processing (pp) and token generation (tg)
+// speed of one model, measured like llama-bench: pp = one prompt of p tokens
+// in one forward call from an empty cache, tg = n single-token decode steps
+// from an empty cache; each repeated r times after a warm-up.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_stats.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct ModelBenchOptions {
+  std::string model_path;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int n_threads = 0;  // 0: all hardware threads
+  int repetitions = 5;
+  bool kv_f32 = false;
+};
+
+struct ModelBenchResult {
+  std::string model;
+  std::string kernel_path;
+  int n_threads = 0;
+  uint64_t weight_bytes = 0;
+  uint64_t parameters = 0;
+  Summary pp_tokens_per_s;  // empty (n == 0) when n_prompt == 0
+  Summary tg_tokens_per_s;  // empty when n_gen == 0
+};
+
+Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& options);
+nlohmann::json to_json(const ModelBenchOptions& options, const ModelBenchResult& result);
+std::string to_markdown(const ModelBenchOptions& options, const ModelBenchResult& result);
+
+}  // namespace clm

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Side-by-side speed of clmcache and llama.cpp on the same synthetic GGUFs.
+
+Writes the models with `clmcache make-model`, then runs `clmcache bench model`
+and (given --llama-bench) llama.cpp's `llama-bench` alternately, round after
+round, so that both see the same machine conditions. Prints a Markdown table
+with the ratio per row and decode speed as a fraction of the memory-read
+bandwidth (`clmcache bench memory`), and writes every raw result as JSON.
+
+  scripts/bench-vs-llama.py --clmcache build/clmcache \
+      [--llama-bench PATH/TO/llama.cpp/build/bin/llama-bench] \
+      [--models-dir DIR] [--presets 110m,1b] [--types f16,q8_0,q4_k] \
+      [-t 2] [-p 512] [-n 128] [--rounds 3] [--json-out results.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+
+def run_json(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def clm_once(args, model):
+    j = run_json([args.clmcache, "bench", "model", "-m", model, "-p", str(args.p), "-n", str(args.n),
+                  "-t", str(args.t), "-r", "1", "-o", "json"])
+    return j["pp"]["tokens_per_second"]["median"], j["tg"]["tokens_per_second"]["median"]
+
+
+def llama_once(args, model):
+    rows = run_json([args.llama_bench, "-m", model, "-p", str(args.p), "-n", str(args.n),
+                     "-t", str(args.t), "-r", "1", "-o", "json"])
+    pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
+    tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
+    return pp, tg
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clmcache", default="build/clmcache")
+    ap.add_argument("--llama-bench", default=None)
+    ap.add_argument("--models-dir", default="bench-models")
+    ap.add_argument("--presets", default="110m,1b")
+    ap.add_argument("--types", default="f16,q8_0,q4_k")
+    ap.add_argument("-t", type=int, default=2)
+    ap.add_argument("-p", type=int, default=512)
+    ap.add_argument("-n", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json-out", default=None)
+    args = ap.parse_args()
+
+    os.makedirs(args.models_dir, exist_ok=True)
+    bw = run_json([args.clmcache, "bench", "memory", "-t", str(args.t)])["read_gb_per_s"]["median"]
+    results = {"threads": args.t, "memory_read_gb_per_s": bw, "rows": []}
+    print(f"memory-read bandwidth with {args.t} threads: {bw:.1f} GB/s", file=sys.stderr)
+
+    for preset in args.presets.split(","):
+        for wtype in args.types.split(","):
+            model = os.path.join(args.models_dir, f"synthetic-{preset}-{wtype}.gguf")
+            if not os.path.exists(model):
+                print(f"writing {model}", file=sys.stderr)
+                subprocess.run([args.clmcache, "make-model", "--preset", preset, "--type", wtype, "-o", model],
+                               check=True)
+            size = os.path.getsize(model)
+            clm, llama = [], []
+            for r in range(args.rounds):  # alternate so both sides share the machine's mood
+                clm.append(clm_once(args, model))
+                if args.llama_bench:
+                    llama.append(llama_once(args, model))
+                print(f"{preset} {wtype} round {r + 1}: clmcache {clm[-1]}" +
+                      (f", llama.cpp {llama[-1]}" if llama else ""), file=sys.stderr)
+            row = {"preset": preset, "type": wtype, "bytes": size,
+                   "clmcache_pp": statistics.median(x[0] for x in clm),
+                   "clmcache_tg": statistics.median(x[1] for x in clm)}
+            if llama:
+                row["llama_pp"] = statistics.median(x[0] for x in llama)
+                row["llama_tg"] = statistics.median(x[1] for x in llama)
+            # Decode reads every weight byte once per token.
+            row["clmcache_tg_bandwidth_fraction"] = row["clmcache_tg"] * size / 1e9 / bw
+            results["rows"].append(row)
+
+    print(f"| model | type | size | pp{args.p} clmcache | pp{args.p} llama.cpp | ratio | "
+          f"tg{args.n} clmcache | tg{args.n} llama.cpp | ratio | tg / bandwidth limit |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    def fmt(x, spec):
+        return "-" if x is None else format(x, spec)
+
+    for r in results["rows"]:
+        lp, lt = r.get("llama_pp"), r.get("llama_tg")
+        pp_ratio = r["clmcache_pp"] / lp if lp else None
+        tg_ratio = r["clmcache_tg"] / lt if lt else None
+        print(f"| {r['preset']} | {r['type']} | {r['bytes'] / 2**20:.0f} MiB | {r['clmcache_pp']:.1f} | "
+              f"{fmt(lp, '.1f')} | {fmt(pp_ratio, '.2f')} | {r['clmcache_tg']:.2f} | {fmt(lt, '.2f')} | "
+              f"{fmt(tg_ratio, '.2f')} | {r['clmcache_tg_bandwidth_fraction'] * 100:.0f}% |")
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
