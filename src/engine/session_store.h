@@ -1,0 +1,59 @@
+// SessionStore: remembers, per client-chosen session id, the exact token ids
+// of the session's last turn (its prompt and the reply as generated) for a
+// timeout. The next turn's prompt text usually extends that turn; re-encoding
+// it would often give the reply different token ids than the model produced,
+// which breaks the cached prefix right where the reply starts. Reusing the
+// remembered ids keeps the whole history a prefix hit. A reuse is only made
+// when it decodes to exactly the text a fresh encoding decodes to.
+// Thread-safe. It holds token ids only, never KV blocks: eviction still
+// decides what stays resident.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/tokenizer.h"
+
+namespace clm {
+
+struct SessionPrompt {
+  std::vector<int32_t> tokens;
+  int reused_tokens = 0;  // leading tokens taken from the session's last turn
+};
+
+class SessionStore {
+ public:
+  // timeout_s: a session unused for longer is forgotten. clock: seconds on a
+  // monotonic clock (default steady_clock), replaceable in tests.
+  explicit SessionStore(double timeout_s, std::size_t max_sessions = 10000,
+                        std::function<double()> clock = {});
+
+  // The prompt tokens for `text` (encoded with BOS and special tokens parsed).
+  // An empty id, an unknown or expired session, or a text that does not
+  // extend the remembered one gives a fresh encoding.
+  SessionPrompt prompt_tokens(const std::string& id, const std::string& text, const Tokenizer& tokenizer);
+  // Stores the session's latest turn: `text` is what `tokens` decode to.
+  void remember(const std::string& id, std::string text, std::vector<int32_t> tokens);
+  std::size_t size();
+
+ private:
+  struct Turn {
+    std::string text;
+    std::vector<int32_t> tokens;
+    double last_used = 0.0;
+  };
+  void sweep_locked(double now);
+  double now() const;
+
+  double timeout_s_;
+  std::size_t max_sessions_;
+  std::function<double()> clock_;
+  std::mutex mu_;
+  std::unordered_map<std::string, Turn> sessions_;
+};
+
+}  // namespace clm
