@@ -174,10 +174,16 @@ void KvCacheManager::commit(CachedSequence& seq) {
 
 void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   CLM_CHECK(to.table.blocks().empty(), "fork into a sequence in use");
+  CLM_CHECK(to.table.block_size() == block_size_, "sequence and pool disagree on block size");
   to.context = from.context;
   to.keys = from.keys;
   const BlockTable& src = from.table;
-  for (BlockId id : src.blocks()) {
+  // Only blocks holding tokens are shared. Room reserved ahead is not: both
+  // sequences would write their next tokens into it, and reserve() copies a
+  // shared block only when it is the partly filled one.
+  const std::size_t n_held = static_cast<std::size_t>((src.n_slots() + block_size_ - 1) / block_size_);
+  for (std::size_t b = 0; b < n_held; ++b) {
+    const BlockId id = src.blocks()[b];
     pool_.retain(id);
     to.table.push_block(id, pool_.block_data(id));
   }

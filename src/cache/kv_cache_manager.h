@@ -68,8 +68,9 @@ class KvCacheManager {
   // Call after the forward pass wrote the appended tokens' K/V: registers
   // the sequence's newly completed full blocks in the prefix index.
   void commit(CachedSequence& seq);
-  // Makes `to` (empty) share every block of `from`, including a partial last
-  // block, which is copied on the first write into it.
+  // Makes `to` (empty) share every block of `from` that holds tokens,
+  // including a partial last block, which is copied on the first write into
+  // it. Room `from` reserved beyond its tokens stays its own.
   void fork(const CachedSequence& from, CachedSequence& to);
   // Ends a sequence: registered blocks stay resident and reusable, others
   // are freed. The tail goes first so leaves are evicted before parents.

@@ -248,6 +248,48 @@ TEST(KvCacheManager, ForkOfFullBlocksNeedsNoCopy) {
   h.cache().release(f);
 }
 
+TEST(KvCacheManager, ForkNeverSharesReservedButEmptyRoom) {
+  // A block reserved ahead but holding no token yet must not be shared: both
+  // sequences would write their next token into it.
+  CacheHarness h(8);
+  CachedSequence a(kBlockSize), f(kBlockSize);
+  ASSERT_EQ(h.cache().begin(a, iota_tokens(1, 4), 0), 0);
+  ASSERT_TRUE(h.cache().reserve(a, 8));  // room for 4 more than it appends
+  h.append(a, iota_tokens(1, 4));
+  h.cache().commit(a);
+  ASSERT_EQ(a.table.blocks().size(), 2u);
+  h.cache().fork(a, f);
+  ASSERT_TRUE(h.cache().reserve(f, 1));
+  ASSERT_TRUE(h.cache().reserve(a, 1));
+  h.append(f, std::vector<int32_t>{50});
+  h.append(a, std::vector<int32_t>{60});
+  EXPECT_NE(f.table.blocks()[1], a.table.blocks()[1]);
+  EXPECT_TRUE(h.slots_intact(a));
+  EXPECT_TRUE(h.slots_intact(f));
+  h.cache().release(a);
+  h.cache().release(f);
+  EXPECT_EQ(h.cache().stats().blocks_used, 0u);
+}
+
+TEST(KvCacheManager, ForkNeverSharesRoomBehindAPartialBlock) {
+  CacheHarness h(8);
+  CachedSequence a(kBlockSize), f(kBlockSize);
+  ASSERT_EQ(h.cache().begin(a, iota_tokens(1, 6), 0), 0);
+  ASSERT_TRUE(h.cache().reserve(a, 12));  // three blocks, six slots used
+  h.append(a, iota_tokens(1, 6));
+  h.cache().fork(a, f);
+  // Each writes four tokens: two into its copy of block 1, two into block 2.
+  ASSERT_TRUE(h.cache().reserve(f, 4));
+  ASSERT_TRUE(h.cache().reserve(a, 4));
+  h.append(f, iota_tokens(200, 4));
+  h.append(a, iota_tokens(300, 4));
+  EXPECT_TRUE(h.slots_intact(a));
+  EXPECT_TRUE(h.slots_intact(f));
+  h.cache().release(a);
+  h.cache().release(f);
+  EXPECT_EQ(h.cache().stats().blocks_used, 0u);
+}
+
 // ---- references ----
 
 TEST(KvCacheManager, ReleasingEverythingLeaksNothing) {
