@@ -218,7 +218,7 @@ void KvCacheManager::unregister(BlockId id) {
     Meta& p = meta(m.parent_block);
     // The parent may now be a leaf: if idle, it becomes evictable.
     if (--p.cached_children == 0 && p.key != kNoKey && pool_.refcount(m.parent_block) == 0 && !p.in_list)
-      list_push_back(m.parent_block, p.level);
+      list_insert_by_age(m.parent_block, p.level);
   }
   m = Meta{};
 }
@@ -285,13 +285,27 @@ CacheStats KvCacheManager::stats() const {
 }
 
 void KvCacheManager::list_push_back(BlockId id, Level level) {
+  list_insert_before(id, static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level));
+}
+
+void KvCacheManager::list_insert_by_age(BlockId id, Level level) {
+  // A list is in last_access order because on_idle appends at now(). A
+  // parent that has just become a leaf is old: it goes to its place from the
+  // front, not to the tail, or an old chain would outlive newer leaves.
   const BlockId sentinel = static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level);
+  const double age = meta(id).last_access;
+  BlockId at = meta(sentinel).next;
+  while (at != sentinel && meta(at).last_access <= age) at = meta(at).next;
+  list_insert_before(id, at);
+}
+
+void KvCacheManager::list_insert_before(BlockId id, BlockId at) {
   Meta& m = meta(id);
   CLM_CHECK(!m.in_list, "block already on a list");
-  m.prev = meta(sentinel).prev;
-  m.next = sentinel;
+  m.prev = meta(at).prev;
+  m.next = at;
   meta(m.prev).next = id;
-  meta(sentinel).prev = id;
+  meta(at).prev = id;
   m.in_list = true;
 }
 

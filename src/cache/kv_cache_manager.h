@@ -105,6 +105,8 @@ class KvCacheManager {
   void on_idle(BlockId id);  // refcount reached zero
   // Intrusive LRU lists: index 0 normal, 1 hot; sentinels at n_blocks + level.
   void list_push_back(BlockId id, Level level);
+  void list_insert_by_age(BlockId id, Level level);  // keeps last_access order
+  void list_insert_before(BlockId id, BlockId at);
   void list_remove(BlockId id);
   BlockId list_front(Level level) const;
   double now() const;

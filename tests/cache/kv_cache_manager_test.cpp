@@ -433,6 +433,26 @@ TEST(KvCacheManager, ParentWithReferencedChildIsNeverEvicted) {
   EXPECT_EQ(h.cache().match_prefix(chain, 0), 2 * kBlockSize);
 }
 
+TEST(KvCacheManager, OlderChainGoesBeforeNewerLeaves) {
+  // LRU across chains: the whole older chain (leaf, then its parent) is
+  // dropped before the leaf of a chain used later.
+  CacheHarness h(8);
+  const auto old_chain = iota_tokens(100, 2 * kBlockSize + 1);
+  const auto new_chain = iota_tokens(200, 2 * kBlockSize + 1);
+  for (const auto* prompt : {&old_chain, &new_chain}) {
+    CachedSequence s(kBlockSize);
+    h.now += 1;
+    ASSERT_EQ(h.run(s, *prompt), 0);
+    h.cache().release(s);
+  }
+  ASSERT_EQ(h.cache().stats().blocks_cached, 4u);
+  CachedSequence big(kBlockSize);
+  take_blocks(h, big, 6);  // 4 free + 2 evictions
+  EXPECT_EQ(h.cache().match_prefix(old_chain, 0), 0);
+  EXPECT_EQ(h.cache().match_prefix(new_chain, 0), 2 * kBlockSize);
+  h.cache().release(big);
+}
+
 // ---- budget ----
 
 TEST(KvCacheManager, FailedReserveChangesNothing) {
