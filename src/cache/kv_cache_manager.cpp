@@ -37,13 +37,17 @@ BlockKey KvCacheManager::key_of(BlockKey parent, std::span<const int32_t> tokens
   return key == kNoKey ? 1 : key;
 }
 
-BlockId KvCacheManager::lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens) const {
+BlockId KvCacheManager::lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens,
+                               uint64_t cache_namespace) const {
   const auto it = index_.find(key);
   if (it == index_.end()) return kNoBlock;
   const BlockId id = it->second;
   const Meta& m = meta(id);
-  // The hash alone is never trusted: the parent and the tokens must match.
-  if (m.parent != parent || tokens.size() != static_cast<std::size_t>(block_size_)) return kNoBlock;
+  // The hash alone is never trusted: the parent, the namespace and the
+  // tokens must match (a first block has no parent to tell namespaces apart).
+  if (m.parent != parent || m.cache_namespace != cache_namespace ||
+      tokens.size() != static_cast<std::size_t>(block_size_))
+    return kNoBlock;
   const int32_t* stored = block_tokens_.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_);
   if (!std::equal(tokens.begin(), tokens.end(), stored)) return kNoBlock;
   return id;
@@ -59,7 +63,7 @@ int KvCacheManager::match_prefix(std::span<const int32_t> prompt, uint64_t cache
   for (; b < n_full; ++b) {
     const auto tokens = prompt.subspan(b * bs, bs);
     const BlockKey key = key_of(parent, tokens, context);
-    if (lookup(key, parent, tokens) == kNoBlock) break;
+    if (lookup(key, parent, tokens, cache_namespace) == kNoBlock) break;
     parent = key;
   }
   return static_cast<int>(b * bs);
@@ -81,7 +85,7 @@ int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, 
   for (std::size_t b = 0; b < n_full; ++b) {
     const auto tokens = prompt.subspan(b * bs, bs);
     const BlockKey key = key_of(parent, tokens, seq.context);
-    const BlockId id = lookup(key, parent, tokens);
+    const BlockId id = lookup(key, parent, tokens, cache_namespace);
     if (id == kNoBlock) break;
     Meta& m = meta(id);
     if (pool_.refcount(id) == 0) {  // idle: leaves the evictable set
@@ -161,6 +165,7 @@ void KvCacheManager::commit(CachedSequence& seq) {
     if (parent_block != kNoBlock && meta(parent_block).key != parent) continue;
     m.key = key;
     m.parent = parent;
+    m.cache_namespace = seq.context.cache_namespace;
     m.parent_block = parent_block;
     m.hits = 0;
     m.level = Level::Normal;

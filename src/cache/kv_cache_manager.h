@@ -87,6 +87,7 @@ class KvCacheManager {
   struct Meta {
     BlockKey key = kNoKey;  // registered in the index
     BlockKey parent = kNoKey;
+    uint64_t cache_namespace = 0;
     BlockId parent_block = kNoBlock;
     uint32_t hits = 0;
     int32_t cached_children = 0;  // registered blocks naming this one as parent
@@ -98,7 +99,7 @@ class KvCacheManager {
 
   BlockKey key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const;
   // The resident block holding exactly this block of tokens after `parent`.
-  BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens) const;
+  BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens, uint64_t cache_namespace) const;
   BlockId allocate_block();  // free stack first, then eviction
   BlockId evict_one();
   void unregister(BlockId id);

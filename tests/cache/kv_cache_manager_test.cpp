@@ -549,6 +549,22 @@ TEST(KvCacheManager, CollidingKeysNeverGiveAFalseHit) {
   EXPECT_EQ(h.cache().match_prefix(iota_tokens(30, 9), 0), 0);
 }
 
+TEST(KvCacheManager, CollidingKeysNeverShareAcrossNamespaces) {
+  // A first block has no parent: only the namespace tells the two apart.
+  CacheOptions options;
+  options.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
+  CacheHarness h(8, options);
+  const auto prompt = iota_tokens(1, 5);
+  CachedSequence a(kBlockSize), b(kBlockSize);
+  ASSERT_EQ(h.run(a, prompt, 0), 0);
+  h.cache().release(a);
+  EXPECT_EQ(h.cache().match_prefix(prompt, 0), 4);
+  EXPECT_EQ(h.cache().match_prefix(prompt, 1), 0);
+  ASSERT_EQ(h.run(b, prompt, 1), 0);
+  EXPECT_TRUE(h.slots_intact(b));
+  h.cache().release(b);
+}
+
 TEST(KvCacheManager, KeyIgnoringTheParentStillNeedsTheWholePrefix) {
   // A weak key (tokens only) collides whenever a block recurs after another
   // prefix; the stored parent must tell them apart.
