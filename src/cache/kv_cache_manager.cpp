@@ -147,7 +147,7 @@ int32_t KvCacheManager::append(CachedSequence& seq, int32_t token, int32_t pos) 
 }
 
 void KvCacheManager::commit(CachedSequence& seq) {
-  const BlockTable& t = seq.table;
+  BlockTable& t = seq.table;
   const std::size_t bs = static_cast<std::size_t>(block_size_);
   const std::size_t n_full = static_cast<std::size_t>(t.n_slots()) / bs;
   for (std::size_t b = seq.keys.size(); b < n_full; ++b) {
@@ -158,11 +158,29 @@ void KvCacheManager::commit(CachedSequence& seq) {
     if (!options_.prefix_caching) continue;
     const BlockId id = t.blocks()[b];
     Meta& m = meta(id);
-    if (m.key != kNoKey || index_.count(key) != 0) continue;  // already registered, or key taken
+    if (m.key != kNoKey) continue;  // attached from the index, or registered already
     const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
     // A block is registered only under a registered parent, so that every
     // registered chain is complete and eviction can go leaves first.
     if (parent_block != kNoBlock && meta(parent_block).key != parent) continue;
+    if (index_.count(key) != 0) {
+      // Another sequence computed the same prefix first (both were admitted
+      // before either registered it). Its block holds bitwise the same K/V
+      // (promise 1), so adopt it and free ours: later blocks then register
+      // under it and the two sequences share from here on.
+      const BlockId twin = lookup(key, parent, tokens, seq.context.cache_namespace);
+      if (twin == kNoBlock) continue;  // a hash collision, not a twin
+      if (pool_.refcount(twin) == 0) {
+        if (meta(twin).in_list) list_remove(twin);
+        --n_idle_cached_;
+      }
+      pool_.retain(twin);
+      meta(twin).last_access = now();
+      t.replace_block(b, twin, pool_.block_data(twin));
+      if (pool_.release(id) == 0) pool_.free(id);
+      ++counters_.blocks_deduplicated;
+      continue;
+    }
     m.key = key;
     m.parent = parent;
     m.cache_namespace = seq.context.cache_namespace;

@@ -77,14 +77,14 @@ TEST(KvCacheManager, ExactMultiplePromptComputesItsLastBlock) {
   ASSERT_EQ(h.run(b, prompt), 4);
   ASSERT_EQ(b.table.blocks().size(), 2u);
   EXPECT_EQ(b.table.blocks()[0], a.table.blocks()[0]);
-  EXPECT_NE(b.table.blocks()[1], a.table.blocks()[1]);
-  EXPECT_EQ(h.pool().refcount(a.table.blocks()[1]), 1);
-  // b's recomputed block 1 has the key a's already holds: it stays
-  // unregistered and is freed, not cached, when b ends.
-  const BlockId b1 = b.table.blocks()[1];
+  // b recomputed block 1 (for its last token's logits); at commit its copy
+  // has the key a's block holds, so b adopts a's block and frees its own.
+  EXPECT_EQ(b.table.blocks()[1], a.table.blocks()[1]);
+  EXPECT_EQ(h.pool().refcount(a.table.blocks()[1]), 2);
+  EXPECT_EQ(h.cache().stats().blocks_deduplicated, 1u);
   EXPECT_EQ(h.cache().stats().blocks_ever_cached, 2u);
+  EXPECT_TRUE(h.slots_intact(b));
   h.cache().release(b);
-  EXPECT_TRUE(h.pool().is_free(b1));
   EXPECT_EQ(h.pool().refcount(a.table.blocks()[0]), 1);
   h.cache().release(a);
   EXPECT_EQ(h.cache().stats().blocks_cached, 2u);
@@ -699,6 +699,49 @@ TEST(KvCacheManager, StatsFollowAScriptedScenario) {
   EXPECT_EQ(CacheStats{}.block_hit_rate(), 0.0);
   EXPECT_EQ(CacheStats{}.token_hit_rate(), 0.0);
   EXPECT_EQ(CacheStats{}.cache_efficiency_ratio(), 0.0);
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+using testing_support::CacheHarness;
+using testing_support::iota_tokens;
+using testing_support::kBlockSize;
+
+// Two sequences admitted together both compute the same prefix; the second
+// to commit adopts the first one's registered blocks and frees its own.
+TEST(KvCacheManager, ConcurrentTwinsAreDeduplicatedAtCommit) {
+  CacheHarness h(16);
+  const auto prompt = iota_tokens(100, 10);  // 2 full blocks + 2 tokens
+  CachedSequence a(kBlockSize), b(kBlockSize);
+  ASSERT_EQ(h.cache().begin(a, prompt, 0), 0);
+  ASSERT_EQ(h.cache().begin(b, prompt, 0), 0);  // nothing registered yet
+  ASSERT_TRUE(h.cache().reserve(a, 10));
+  ASSERT_TRUE(h.cache().reserve(b, 10));
+  h.append(a, prompt);
+  h.append(b, prompt);
+  const std::size_t free_before = h.pool().n_free();
+  const BlockId b_first = b.table.blocks()[0];
+  h.cache().commit(a);
+  h.cache().commit(b);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(b.table.blocks()[i], a.table.blocks()[i]) << "block " << i;
+    EXPECT_EQ(h.pool().refcount(a.table.blocks()[i]), 2);
+  }
+  EXPECT_NE(b.table.blocks()[2], a.table.blocks()[2]);  // partial: never shared
+  EXPECT_TRUE(h.pool().is_free(b_first));
+  EXPECT_EQ(h.pool().n_free(), free_before + 2);
+  EXPECT_EQ(h.cache().stats().blocks_deduplicated, 2u);
+  EXPECT_TRUE(h.slots_intact(a));
+  EXPECT_TRUE(h.slots_intact(b));
+  h.cache().release(a);
+  EXPECT_EQ(h.cache().match_prefix(prompt, 0), 8);  // still resident through b
+  h.cache().release(b);
+  h.cache().clear_cached();
+  EXPECT_EQ(h.pool().n_free(), h.pool().n_blocks());
 }
 
 }  // namespace
