@@ -113,9 +113,11 @@ class Scheduler {
   // Cancels a queued or running request; its done callback reports "cancelled".
   void cancel(RequestId id);
 
-  // Runs the loop on a background thread until stop().
+  // Runs the loop on a background thread until stop(); it sleeps while
+  // there is nothing to do. A no-op once stopped.
   void start();
-  // Stops the loop; running and queued requests are cancelled.
+  // Stops the loop; running and queued requests are cancelled (their done
+  // callbacks run) and later submits fail. Not from a callback.
   void stop();
   // One step on the caller's thread (only when not started, and from one
   // thread at a time). Returns false when there was nothing to do.
