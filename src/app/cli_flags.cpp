@@ -13,6 +13,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("-t,--threads", f.n_threads, "worker threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd.add_option("--kv-type", f.kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  cmd.add_flag("--no-prefix-cache", f.no_prefix_cache, "never reuse the K/V of an identical prompt prefix");
 }
 
 void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
@@ -43,6 +44,8 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.n_threads = f.n_threads;
   options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
   options.block_size = f.block_size;
+  options.max_batch_tokens = f.max_batch_tokens;
+  options.prefix_cache = !f.no_prefix_cache;
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   auto engine = Engine::create(options);

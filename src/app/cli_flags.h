@@ -17,6 +17,8 @@ struct EngineFlags {
   int n_threads = 0;
   std::string kv_type = "f16";
   int block_size = 32;
+  int max_batch_tokens = 512;
+  bool no_prefix_cache = false;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

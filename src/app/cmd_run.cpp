@@ -39,7 +39,9 @@ int run(const RunFlags& f) {
     ss << in.rdbuf();
     prompt = ss.str();
   }
-  auto engine = load_engine(f.engine);
+  EngineFlags engine_flags = f.engine;
+  engine_flags.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch
+  auto engine = load_engine(engine_flags);
   if (!engine) return 1;
   const Tokenizer& tok = engine->model().tokenizer();
   std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
@@ -50,7 +52,6 @@ int run(const RunFlags& f) {
 
   GenerateOptions options;
   options.max_tokens = f.n_predict;
-  options.prefill_chunk = f.prefill_chunk;
   options.top_logprobs = f.top_logprobs;
   options.stop_at_end_of_generation = !f.ignore_eos;
   options.sampler = f.sampler;
@@ -82,13 +83,15 @@ int run(const RunFlags& f) {
   // decode_s covers the forward calls after the first sampled token.
   const double decode_tps =
       stats->decode_s > 0 && stats->generated_tokens > 1 ? (stats->generated_tokens - 1) / stats->decode_s : 0.0;
-  const double prefill_tps = stats->prefill_s > 0 ? stats->prompt_tokens / stats->prefill_s : 0.0;
+  const int computed = stats->prompt_tokens - stats->cached_tokens;
+  const double prefill_tps = stats->prefill_s > 0 ? computed / stats->prefill_s : 0.0;
   if (f.json) {
     nlohmann::json out = {
         {"prompt_token_ids", ids},
         {"token_ids", generated},
         {"text", tok.decode(generated)},
         {"stop_reason", stats->stop_reason},
+        {"cached_tokens", stats->cached_tokens},
         {"timings",
          {{"time_to_first_token_ms", stats->time_to_first_token_s * 1e3},
           {"prompt_tokens_per_second", prefill_tps},

@@ -37,13 +37,17 @@ BlockKey KvCacheManager::key_of(BlockKey parent, std::span<const int32_t> tokens
   return key == kNoKey ? 1 : key;
 }
 
-BlockId KvCacheManager::lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens) const {
+BlockId KvCacheManager::lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens,
+                               uint64_t cache_namespace) const {
   const auto it = index_.find(key);
   if (it == index_.end()) return kNoBlock;
   const BlockId id = it->second;
   const Meta& m = meta(id);
-  // The hash alone is never trusted: the parent and the tokens must match.
-  if (m.parent != parent || tokens.size() != static_cast<std::size_t>(block_size_)) return kNoBlock;
+  // The hash alone is never trusted: the parent, the namespace and the
+  // tokens must match (a first block has no parent to tell namespaces apart).
+  if (m.parent != parent || m.cache_namespace != cache_namespace ||
+      tokens.size() != static_cast<std::size_t>(block_size_))
+    return kNoBlock;
   const int32_t* stored = block_tokens_.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_);
   if (!std::equal(tokens.begin(), tokens.end(), stored)) return kNoBlock;
   return id;
@@ -59,7 +63,7 @@ int KvCacheManager::match_prefix(std::span<const int32_t> prompt, uint64_t cache
   for (; b < n_full; ++b) {
     const auto tokens = prompt.subspan(b * bs, bs);
     const BlockKey key = key_of(parent, tokens, context);
-    if (lookup(key, parent, tokens) == kNoBlock) break;
+    if (lookup(key, parent, tokens, cache_namespace) == kNoBlock) break;
     parent = key;
   }
   return static_cast<int>(b * bs);
@@ -81,7 +85,7 @@ int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, 
   for (std::size_t b = 0; b < n_full; ++b) {
     const auto tokens = prompt.subspan(b * bs, bs);
     const BlockKey key = key_of(parent, tokens, seq.context);
-    const BlockId id = lookup(key, parent, tokens);
+    const BlockId id = lookup(key, parent, tokens, cache_namespace);
     if (id == kNoBlock) break;
     Meta& m = meta(id);
     if (pool_.refcount(id) == 0) {  // idle: leaves the evictable set
@@ -143,7 +147,7 @@ int32_t KvCacheManager::append(CachedSequence& seq, int32_t token, int32_t pos) 
 }
 
 void KvCacheManager::commit(CachedSequence& seq) {
-  const BlockTable& t = seq.table;
+  BlockTable& t = seq.table;
   const std::size_t bs = static_cast<std::size_t>(block_size_);
   const std::size_t n_full = static_cast<std::size_t>(t.n_slots()) / bs;
   for (std::size_t b = seq.keys.size(); b < n_full; ++b) {
@@ -154,13 +158,32 @@ void KvCacheManager::commit(CachedSequence& seq) {
     if (!options_.prefix_caching) continue;
     const BlockId id = t.blocks()[b];
     Meta& m = meta(id);
-    if (m.key != kNoKey || index_.count(key) != 0) continue;  // already registered, or key taken
+    if (m.key != kNoKey) continue;  // attached from the index, or registered already
     const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
     // A block is registered only under a registered parent, so that every
     // registered chain is complete and eviction can go leaves first.
     if (parent_block != kNoBlock && meta(parent_block).key != parent) continue;
+    if (index_.count(key) != 0) {
+      // Another sequence computed the same prefix first (both were admitted
+      // before either registered it). Its block holds bitwise the same K/V
+      // (promise 1), so adopt it and free ours: later blocks then register
+      // under it and the two sequences share from here on.
+      const BlockId twin = lookup(key, parent, tokens, seq.context.cache_namespace);
+      if (twin == kNoBlock) continue;  // a hash collision, not a twin
+      if (pool_.refcount(twin) == 0) {
+        if (meta(twin).in_list) list_remove(twin);
+        --n_idle_cached_;
+      }
+      pool_.retain(twin);
+      meta(twin).last_access = now();
+      t.replace_block(b, twin, pool_.block_data(twin));
+      if (pool_.release(id) == 0) pool_.free(id);
+      ++counters_.blocks_deduplicated;
+      continue;
+    }
     m.key = key;
     m.parent = parent;
+    m.cache_namespace = seq.context.cache_namespace;
     m.parent_block = parent_block;
     m.hits = 0;
     m.level = Level::Normal;
@@ -174,10 +197,16 @@ void KvCacheManager::commit(CachedSequence& seq) {
 
 void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   CLM_CHECK(to.table.blocks().empty(), "fork into a sequence in use");
+  CLM_CHECK(to.table.block_size() == block_size_, "sequence and pool disagree on block size");
   to.context = from.context;
   to.keys = from.keys;
   const BlockTable& src = from.table;
-  for (BlockId id : src.blocks()) {
+  // Only blocks holding tokens are shared. Room reserved ahead is not: both
+  // sequences would write their next tokens into it, and reserve() copies a
+  // shared block only when it is the partly filled one.
+  const std::size_t n_held = static_cast<std::size_t>((src.n_slots() + block_size_ - 1) / block_size_);
+  for (std::size_t b = 0; b < n_held; ++b) {
+    const BlockId id = src.blocks()[b];
     pool_.retain(id);
     to.table.push_block(id, pool_.block_data(id));
   }
@@ -212,7 +241,7 @@ void KvCacheManager::unregister(BlockId id) {
     Meta& p = meta(m.parent_block);
     // The parent may now be a leaf: if idle, it becomes evictable.
     if (--p.cached_children == 0 && p.key != kNoKey && pool_.refcount(m.parent_block) == 0 && !p.in_list)
-      list_push_back(m.parent_block, p.level);
+      list_insert_by_age(m.parent_block, p.level);
   }
   m = Meta{};
 }
@@ -279,13 +308,27 @@ CacheStats KvCacheManager::stats() const {
 }
 
 void KvCacheManager::list_push_back(BlockId id, Level level) {
+  list_insert_before(id, static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level));
+}
+
+void KvCacheManager::list_insert_by_age(BlockId id, Level level) {
+  // A list is in last_access order because on_idle appends at now(). A
+  // parent that has just become a leaf is old: it goes to its place from the
+  // front, not to the tail, or an old chain would outlive newer leaves.
   const BlockId sentinel = static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level);
+  const double age = meta(id).last_access;
+  BlockId at = meta(sentinel).next;
+  while (at != sentinel && meta(at).last_access <= age) at = meta(at).next;
+  list_insert_before(id, at);
+}
+
+void KvCacheManager::list_insert_before(BlockId id, BlockId at) {
   Meta& m = meta(id);
   CLM_CHECK(!m.in_list, "block already on a list");
-  m.prev = meta(sentinel).prev;
-  m.next = sentinel;
+  m.prev = meta(at).prev;
+  m.next = at;
   meta(m.prev).next = id;
-  meta(sentinel).prev = id;
+  meta(at).prev = id;
   m.in_list = true;
 }
 

@@ -68,8 +68,9 @@ class KvCacheManager {
   // Call after the forward pass wrote the appended tokens' K/V: registers
   // the sequence's newly completed full blocks in the prefix index.
   void commit(CachedSequence& seq);
-  // Makes `to` (empty) share every block of `from`, including a partial last
-  // block, which is copied on the first write into it.
+  // Makes `to` (empty) share every block of `from` that holds tokens,
+  // including a partial last block, which is copied on the first write into
+  // it. Room `from` reserved beyond its tokens stays its own.
   void fork(const CachedSequence& from, CachedSequence& to);
   // Ends a sequence: registered blocks stay resident and reusable, others
   // are freed. The tail goes first so leaves are evicted before parents.
@@ -86,6 +87,7 @@ class KvCacheManager {
   struct Meta {
     BlockKey key = kNoKey;  // registered in the index
     BlockKey parent = kNoKey;
+    uint64_t cache_namespace = 0;
     BlockId parent_block = kNoBlock;
     uint32_t hits = 0;
     int32_t cached_children = 0;  // registered blocks naming this one as parent
@@ -97,13 +99,15 @@ class KvCacheManager {
 
   BlockKey key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const;
   // The resident block holding exactly this block of tokens after `parent`.
-  BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens) const;
+  BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens, uint64_t cache_namespace) const;
   BlockId allocate_block();  // free stack first, then eviction
   BlockId evict_one();
   void unregister(BlockId id);
   void on_idle(BlockId id);  // refcount reached zero
   // Intrusive LRU lists: index 0 normal, 1 hot; sentinels at n_blocks + level.
   void list_push_back(BlockId id, Level level);
+  void list_insert_by_age(BlockId id, Level level);  // keeps last_access order
+  void list_insert_before(BlockId id, BlockId at);
   void list_remove(BlockId id);
   BlockId list_front(Level level) const;
   double now() const;

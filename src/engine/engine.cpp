@@ -1,5 +1,10 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+#include <condition_variable>
+
+#include "model/fingerprint.h"
+
 namespace clm {
 
 std::size_t kv_bytes_per_token(const ModelConfig& c, KvType type) {
@@ -12,6 +17,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (options.n_ctx <= 0) return fail("context size must be positive");
   if (options.block_size <= 0 || options.block_size > 4096) return fail("block size must be in 1..4096");
   if (options.n_threads < 0) return fail("thread count must not be negative");
+  if (options.max_batch_tokens <= 0) return fail("max batch tokens must be positive");
+  if (options.max_running <= 0) return fail("max running sequences must be positive");
+  if (options.max_queued < 0) return fail("max queued requests must not be negative");
 
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
@@ -20,6 +28,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   auto model = Model::load(options.model_path, load);
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
+  e->fingerprint_ = model_fingerprint(e->model_->file());
 
   const ModelConfig& c = e->model_->config();
   KvGeometry g;
@@ -31,26 +40,85 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   const std::size_t blocks_for_ctx =
       (static_cast<std::size_t>(options.n_ctx) + static_cast<std::size_t>(g.block_size) - 1) /
       static_cast<std::size_t>(g.block_size);
-  const std::size_t n_blocks = options.kv_memory_mb > 0
-                                   ? KvPool::blocks_for_bytes(g, options.kv_memory_mb << 20)
-                                   : blocks_for_ctx;
-  auto pool = KvPool::create(g, n_blocks);
+  const std::size_t blocks_for_memory =
+      options.kv_memory_mb > 0 ? KvPool::blocks_for_bytes(g, options.kv_memory_mb << 20) : 0;
+  auto pool = KvPool::create(g, std::max(blocks_for_ctx, blocks_for_memory));
   if (!pool) return fail(pool.error().message);
   e->pool_ = std::move(*pool);
   e->threads_ = std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads : hardware_threads());
+
+  CacheOptions cache;
+  cache.prefix_caching = options.prefix_cache;
+  e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
+  SchedulerOptions sched;
+  sched.max_batch_tokens = options.max_batch_tokens;
+  sched.max_running = options.max_running;
+  sched.max_queued = options.max_queued;
+  sched.n_ctx = options.n_ctx;
+  e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
 }
 
+Engine::~Engine() = default;
+
 Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                          const std::function<bool(const GeneratedToken&)>& on_token) {
-  if (static_cast<int>(prompt.size()) > options_.n_ctx)
-    return fail("prompt has " + std::to_string(prompt.size()) + " tokens, more than the context size " +
-                std::to_string(options_.n_ctx));
-  GenerateOptions bounded = options;
-  // A sequence never grows past the context size.
-  bounded.max_tokens = std::min(options.max_tokens, options_.n_ctx - static_cast<int>(prompt.size()));
-  Generator gen(*model_, *pool_, *threads_);
-  return gen.generate(prompt, bounded, on_token);
+  Request req;
+  req.prompt.assign(prompt.begin(), prompt.end());
+  req.max_tokens = options.max_tokens;
+  req.top_logprobs = options.top_logprobs;
+  req.stop_at_end_of_generation = options.stop_at_end_of_generation;
+  req.sampler = options.sampler;
+  req.cache_namespace = options.cache_namespace;
+
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    RequestSummary summary;
+  };
+  auto wait = std::make_shared<Wait>();
+  auto id = scheduler_->submit(
+      std::move(req), [&on_token](const TokenEvent& ev) { return !on_token || on_token(ev); },
+      [wait](const RequestSummary& s) {
+        {
+          std::lock_guard lock(wait->mu);
+          wait->done = true;
+          wait->summary = s;
+        }
+        wait->cv.notify_all();
+      });
+  if (!id) return std::unexpected(id.error());
+  auto is_done = [&] {
+    std::lock_guard lock(wait->mu);
+    return wait->done;
+  };
+  if (scheduler_->started()) {
+    std::unique_lock lock(wait->mu);
+    wait->cv.wait(lock, [&] { return wait->done; });
+  } else {
+    std::lock_guard step_lock(step_mu_);
+    while (!is_done()) scheduler_->step();
+  }
+
+  const RequestSummary& s = wait->summary;
+  if (s.stop_reason == "error") return fail(s.error);
+  GenerationStats out;
+  out.prompt_tokens = s.prompt_tokens;
+  out.cached_tokens = s.cached_tokens;
+  out.generated_tokens = s.generated_tokens;
+  out.time_to_first_token_s = s.time_to_first_token_s;
+  if (s.generated_tokens > 0) {
+    out.prefill_s = s.time_to_first_token_s - s.queue_s;
+    out.decode_s = s.total_s - s.time_to_first_token_s;
+  } else {
+    out.prefill_s = s.total_s - s.queue_s;
+  }
+  out.stop_reason = s.stop_reason;
+  out.note = s.note;
+  return out;
 }
+
+EngineCacheStats Engine::cache_stats() const { return {scheduler_->cache_stats(), scheduler_->stats()}; }
 
 }  // namespace clm

@@ -1,14 +1,19 @@
-// Engine: a loaded model with its KV pool and worker threads, built from one
-// options struct. The CLI and server talk to this, never to the layers below.
+// Engine: a loaded model with its KV pool, prefix cache, scheduler and worker
+// threads, built from one options struct. The CLI and server talk to this,
+// never to the layers below.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 
+#include "cache/kv_cache_manager.h"
 #include "cache/kv_pool.h"
-#include "engine/generator.h"
+#include "engine/scheduler.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -21,28 +26,73 @@ struct EngineOptions {
   int n_threads = 0;           // 0: all hardware threads
   KvType kv_type = KvType::F16;
   int block_size = 32;         // tokens per KV block
-  std::size_t kv_memory_mb = 0;  // 0: exactly enough blocks for n_ctx
+  // KV pool size; the pool always holds at least one full n_ctx sequence.
+  std::size_t kv_memory_mb = 0;
+  int max_batch_tokens = 512;  // tokens per forward call (decode + prompt chunks)
+  int max_running = 16;        // sequences decoding at once
+  int max_queued = 256;        // requests waiting for room
+  bool prefix_cache = true;    // reuse the K/V of identical prompt prefixes
   std::function<void(float)> on_load_progress;
+};
+
+struct GenerateOptions {
+  int max_tokens = 128;
+  int top_logprobs = 0;     // report this many most likely tokens per step
+  bool stop_at_end_of_generation = true;
+  SamplerParams sampler;
+  uint64_t cache_namespace = 0;
+};
+
+using GeneratedToken = TokenEvent;
+
+struct GenerationStats {
+  int prompt_tokens = 0;
+  int cached_tokens = 0;    // prompt tokens attached from the prefix cache
+  int generated_tokens = 0;
+  double time_to_first_token_s = 0.0;
+  double prefill_s = 0.0;   // admission to the first token
+  double decode_s = 0.0;    // first token to the end
+  std::string stop_reason;  // "stop" (end token), "length", "cancelled"
+  std::string note;         // why it ended early, if it did
+};
+
+struct EngineCacheStats {
+  CacheStats cache;
+  SchedulerStats scheduler;
 };
 
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  ~Engine();
 
   Model& model() { return *model_; }
   KvPool& pool() { return *pool_; }
   ThreadPool& threads() { return *threads_; }
+  Scheduler& scheduler() { return *scheduler_; }
   const EngineOptions& options() const { return options_; }
+  uint64_t fingerprint() const { return fingerprint_; }
 
+  // Runs one request through the scheduler and waits for it. Without a
+  // scheduler loop (scheduler().start()), the caller's thread steps it.
+  // on_token is called for each generated token; returning false stops.
   Result<GenerationStats> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                    const std::function<bool(const GeneratedToken&)>& on_token);
+
+  EngineCacheStats cache_stats() const;
 
  private:
   Engine() = default;
   EngineOptions options_;
+  uint64_t fingerprint_ = 0;
+  // Declaration order is destruction order in reverse: the scheduler goes
+  // first, then the cache it drives, then the pool and the model.
   std::unique_ptr<Model> model_;
-  std::unique_ptr<KvPool> pool_;
   std::unique_ptr<ThreadPool> threads_;
+  std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<KvCacheManager> cache_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::mutex step_mu_;  // one caller thread steps the scheduler at a time
 };
 
 // Bytes of K/V one token occupies for this model and KV type.

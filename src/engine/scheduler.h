@@ -4,8 +4,12 @@
 // call. Requests are admitted when the KV cache can hold them and queue
 // otherwise; a request can be cancelled at any point, which releases its
 // blocks. Prompts start from whatever prefix the KvCacheManager has resident.
-// Thread-safe: submit/cancel from any thread; callbacks run on the thread
-// that steps the scheduler (its own loop thread after start()).
+// Thread-safe: submit/cancel/stats from any thread; callbacks run on the
+// thread that steps the scheduler (its own loop thread after start()), with no
+// scheduler lock held, so they may call submit() and cancel().
+// When a running sequence needs one more KV block and none can be had, it is
+// preempted: it ends with stop_reason "length" and a note saying why (its
+// blocks go back to the pool; nothing it produced is lost or changed).
 #pragma once
 
 #include <condition_variable>
@@ -15,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -44,12 +49,16 @@ struct Request {
   bool stop_at_end_of_generation = true;
   SamplerParams sampler;
   uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
+  // Debugging and tests: each TokenEvent carries the full row of logits the
+  // token was sampled from (before penalties). Costs a copy of n_vocab floats.
+  bool record_logits = false;
 };
 
 struct TokenEvent {
   int32_t id = 0;
   float logprob = 0.0f;  // of the chosen token under the unpenalized distribution
   std::vector<std::pair<int32_t, float>> top_logprobs;
+  std::vector<float> logits;  // only with Request::record_logits
 };
 
 struct RequestSummary {
@@ -62,6 +71,7 @@ struct RequestSummary {
   double total_s = 0.0;
   std::string stop_reason;   // "stop", "length", "cancelled", "error"
   std::string error;         // set when stop_reason == "error"
+  std::string note;          // why a request ended early (e.g. preempted: KV cache full)
 };
 
 struct SchedulerStats {
@@ -70,9 +80,18 @@ struct SchedulerStats {
   uint64_t requests_finished = 0;
   uint64_t generated_tokens = 0;
   uint64_t prompt_tokens_computed = 0;
+  uint64_t preempted = 0;          // sequences ended early because the KV cache was full
   double ttft_p50_s = 0.0;
   double ttft_p95_s = 0.0;
   double tokens_per_second = 0.0;  // generated tokens over time spent stepping
+};
+
+// What the scheduler holds for one running sequence, for tests and
+// diagnostics.
+struct RunningSequence {
+  RequestId id = 0;
+  std::vector<BlockId> blocks;
+  int tokens = 0;  // K/V slots filled or being filled
 };
 
 class Scheduler {
@@ -94,23 +113,43 @@ class Scheduler {
   // Cancels a queued or running request; its done callback reports "cancelled".
   void cancel(RequestId id);
 
-  // Runs the loop on a background thread until stop().
+  // Runs the loop on a background thread until stop(); it sleeps while
+  // there is nothing to do. A no-op once stopped.
   void start();
-  // Stops the loop; running and queued requests are cancelled.
+  // Stops the loop; running and queued requests are cancelled (their done
+  // callbacks run) and later submits fail. Not from a callback.
   void stop();
-  // One step on the caller's thread (only when not started). Returns false
-  // when there was nothing to do.
+  // One step on the caller's thread (only when not started, and from one
+  // thread at a time). Returns false when there was nothing to do.
   bool step();
   // Steps until every submitted request has finished (not when started).
   void run_until_idle();
+  bool started() const;
 
   SchedulerStats stats() const;
+  // The cache's counters as of the end of the last step (safe from any thread).
+  CacheStats cache_stats() const;
+  // Only from the thread that steps, when no loop runs.
+  std::vector<RunningSequence> running() const;
+  // The manager itself: only for the thread that steps, when no loop runs.
   KvCacheManager& cache() { return cache_; }
+  const SchedulerOptions& options() const { return options_; }
 
  private:
   struct Sequence;
+  using SequencePtr = std::unique_ptr<Sequence>;
+  bool step_once();
+  void apply_cancellations();
   void admit();
+  // Appends this step's tokens to `batch`; returns the sequences in it, in
+  // the order of their KvView index, and those that want logits in row order.
+  void build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<Sequence*>& outputs);
+  void sample_outputs(const std::vector<Sequence*>& outputs, std::span<float> logits);
+  // Releases the sequence's blocks and calls its done callback.
   void finish(Sequence& seq, const std::string& reason, const std::string& error = {});
+  void remove_finished();
+  void cancel_all();
+  void loop();
 
   Model& model_;
   KvCacheManager& cache_;
@@ -119,38 +158,52 @@ class Scheduler {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::unique_ptr<Sequence>> queue_;
+  // Guarded by mu_.
+  std::deque<SequencePtr> queue_;
   std::vector<RequestId> cancelled_;
   RequestId next_id_ = 1;
   bool stopping_ = false;
+  bool started_ = false;
   std::thread loop_;
+  std::vector<double> ttft_samples_;  // ring of the most recent samples
+  std::size_t ttft_next_ = 0;
+  SchedulerStats stats_;
+  CacheStats cache_stats_;
+  double busy_s_ = 0.0;
 
   // Owned by the stepping thread.
-  std::vector<std::unique_ptr<Sequence>> running_;
-  std::vector<double> ttft_samples_;
-  SchedulerStats stats_;
-  double busy_s_ = 0.0;
+  std::vector<SequencePtr> running_;
+  std::vector<float> logits_;  // [n_outputs][n_vocab] of the last forward call
 };
 
 // A blocking iterator over one request's tokens, for callers that prefer to
-// pull: next() returns tokens until the request ends, then nullopt.
+// pull: next() returns tokens until the request ends, then nullopt. When the
+// scheduler has no loop thread, next() steps it on the caller's thread.
 class TokenStream {
  public:
   static Result<std::unique_ptr<TokenStream>> open(Scheduler& scheduler, Request request);
   ~TokenStream();  // cancels the request if it is still running
+  TokenStream(const TokenStream&) = delete;
+  TokenStream& operator=(const TokenStream&) = delete;
   std::optional<TokenEvent> next();
   // Valid once next() has returned nullopt.
   const RequestSummary& summary() const { return summary_; }
+  RequestId id() const { return id_; }
   void cancel();
 
  private:
+  // Shared with the callbacks, which may outlive the stream.
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<TokenEvent> events;
+    bool done = false;
+    RequestSummary summary;
+  };
   TokenStream() = default;
   Scheduler* scheduler_ = nullptr;
   RequestId id_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<TokenEvent> events_;
-  bool done_ = false;
+  std::shared_ptr<State> state_;
   RequestSummary summary_;
 };
 

@@ -67,6 +67,22 @@ class TensorMaker {
   WeightType type_;
 };
 
+// general.file_type uses llama.cpp's file-type numbering, which differs
+// from the tensor type ids; other tools label the model by it.
+uint32_t file_type_of(WeightType t) {
+  switch (t) {
+    case WeightType::F32: return 0;
+    case WeightType::F16: return 1;
+    case WeightType::Q4_0: return 2;
+    case WeightType::Q8_0: return 7;
+    case WeightType::Q4_K: return 14;  // "Q4_K_S": every matrix Q4_K
+    case WeightType::Q5_K: return 16;  // "Q5_K_S"
+    case WeightType::Q6_K: return 18;
+    case WeightType::BF16: return 32;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> synthetic_preset_names() { return {"tiny", "demo", "110m", "1b"}; }
@@ -124,7 +140,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   const int head_dim = s.n_embd / s.n_heads;
   w.add_string("general.architecture", a);
   w.add_string("general.name", s.name);
-  w.add_u32("general.file_type", static_cast<uint32_t>(s.weight_type));
+  w.add_u32("general.file_type", file_type_of(s.weight_type));
   w.add_u32(a + ".context_length", static_cast<uint32_t>(s.n_ctx));
   w.add_u32(a + ".embedding_length", static_cast<uint32_t>(s.n_embd));
   w.add_u32(a + ".feed_forward_length", static_cast<uint32_t>(s.n_ff));

@@ -1,0 +1,435 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "model/logprobs.h"
+#include "util/check.h"
+
+namespace clm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+constexpr std::size_t kTtftWindow = 1024;
+
+// Nearest-rank percentile of an unsorted sample.
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  std::size_t rank = static_cast<std::size_t>(p * static_cast<double>(v.size()) + 0.999999);
+  rank = std::clamp<std::size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+}  // namespace
+
+struct Scheduler::Sequence {
+  Sequence(RequestId id_in, Request req, TokenCallback tok, DoneCallback done, int block_size)
+      : id(id_in),
+        request(std::move(req)),
+        on_token(std::move(tok)),
+        on_done(std::move(done)),
+        kv(block_size),
+        sampler(request.sampler),
+        history(request.prompt),
+        n_prompt(static_cast<int>(request.prompt.size())) {}
+
+  RequestId id;
+  Request request;
+  TokenCallback on_token;
+  DoneCallback on_done;
+  CachedSequence kv;
+  Sampler sampler;
+  std::vector<int32_t> history;  // prompt + generated tokens, for the penalties
+  int n_prompt;
+  int max_new = 0;        // max_tokens, bounded by the room left in n_ctx
+  int cached_tokens = 0;  // attached from the prefix cache at admission
+  int generated = 0;
+  bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
+  int32_t pending = 0;
+  bool finished = false;
+  Clock::time_point submitted, admitted, first_token;
+
+  bool prefilling() const { return kv.table.n_slots() < n_prompt; }
+  // Tokens the sequence must be able to hold at admission: the prompt and
+  // the slot of the first generated token (unless n_ctx leaves none).
+  int admission_tokens(int n_ctx) const { return std::min(n_prompt + 1, n_ctx); }
+};
+
+Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
+    : model_(model), cache_(cache), threads_(threads), options_(options) {
+  CLM_CHECK(options_.max_batch_tokens > 0, "max_batch_tokens must be positive");
+  CLM_CHECK(options_.max_running > 0, "max_running must be positive");
+  CLM_CHECK(options_.max_queued >= 0, "max_queued must not be negative");
+  CLM_CHECK(options_.n_ctx > 0, "n_ctx must be positive");
+  cache_stats_ = cache_.stats();
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, DoneCallback on_done) {
+  const int n_vocab = model_.config().n_vocab;
+  const std::size_t n = request.prompt.size();
+  if (n == 0) return fail("request has an empty prompt");
+  for (std::size_t i = 0; i < n; ++i) {
+    const int32_t t = request.prompt[i];
+    if (t < 0 || t >= n_vocab)
+      return fail("prompt token " + std::to_string(t) + " at index " + std::to_string(i) +
+                  " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+  }
+  if (n > static_cast<std::size_t>(options_.n_ctx))
+    return fail("prompt has " + std::to_string(n) + " tokens, more than the context size " +
+                std::to_string(options_.n_ctx));
+  if (request.max_tokens < 0) return fail("max_tokens must not be negative");
+  if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
+    return fail("top_logprobs must be in 0.." + std::to_string(n_vocab));
+  const int block_size = cache_.pool().geometry().block_size;
+  const int need_tokens = std::min(static_cast<int>(n) + 1, options_.n_ctx);
+  const std::size_t need_blocks = static_cast<std::size_t>((need_tokens + block_size - 1) / block_size);
+  if (need_blocks > cache_.pool().n_blocks())
+    return fail("prompt needs " + std::to_string(need_blocks) + " KV blocks, more than the whole cache holds (" +
+                std::to_string(cache_.pool().n_blocks()) + ")");
+
+  auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
+  seq->max_new = std::min(seq->request.max_tokens, options_.n_ctx - seq->n_prompt);
+  seq->submitted = Clock::now();
+  RequestId id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return fail("the scheduler is stopped");
+    if (queue_.size() >= static_cast<std::size_t>(options_.max_queued))
+      return fail("request queue full (" + std::to_string(options_.max_queued) + " waiting)");
+    id = next_id_++;
+    seq->id = id;
+    queue_.push_back(std::move(seq));
+    stats_.queued = static_cast<int>(queue_.size());
+  }
+  wake_.notify_all();
+  return id;
+}
+
+void Scheduler::cancel(RequestId id) {
+  {
+    std::lock_guard lock(mu_);
+    cancelled_.push_back(id);
+  }
+  wake_.notify_all();
+}
+
+bool Scheduler::started() const {
+  std::lock_guard lock(mu_);
+  return started_;
+}
+
+void Scheduler::start() {
+  std::lock_guard lock(mu_);
+  if (started_ || stopping_) return;
+  started_ = true;
+  loop_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::stop() {
+  bool join = false;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    join = loop_.joinable();
+  }
+  wake_.notify_all();
+  if (join) {
+    CLM_CHECK(loop_.get_id() != std::this_thread::get_id(), "stop() called from a scheduler callback");
+    loop_.join();
+    std::lock_guard lock(mu_);
+    started_ = false;
+  } else {
+    cancel_all();
+  }
+}
+
+void Scheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !cancelled_.empty() || !running_.empty(); });
+      if (stopping_) break;
+    }
+    step_once();
+  }
+  cancel_all();
+}
+
+bool Scheduler::step() {
+  CLM_CHECK(!started(), "step() while the loop thread runs");
+  return step_once();
+}
+
+void Scheduler::run_until_idle() {
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty() && cancelled_.empty() && running_.empty()) return;
+    }
+    // Every admissible request fits an empty pool, so a step always progresses.
+    CLM_CHECK(step(), "scheduler made no progress with work pending");
+  }
+}
+
+bool Scheduler::step_once() {
+  const auto t0 = Clock::now();
+  uint64_t finished_before = 0;
+  {
+    std::lock_guard lock(mu_);
+    finished_before = stats_.requests_finished;
+  }
+  apply_cancellations();
+  const std::size_t running_before = running_.size();
+  admit();
+  bool progressed = running_.size() != running_before;
+
+  Batch batch;
+  std::vector<Sequence*> in_batch, outputs;
+  build_batch(batch, in_batch, outputs);
+  uint64_t prefill_tokens = 0;
+  if (!batch.empty()) {
+    progressed = true;
+    std::vector<KvSeqView> views;
+    views.reserve(in_batch.size());
+    for (Sequence* s : in_batch) views.push_back(s->kv.table.view());
+    const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
+    logits_.resize(outputs.size() * n_vocab);
+    const KvView view{cache_.pool().geometry(), views};
+    if (auto ok = model_.forward(batch, view, logits_, threads_); !ok) {
+      for (Sequence* s : in_batch) finish(*s, "error", ok.error().message);
+    } else {
+      for (const BatchToken& t : batch.tokens)
+        if (in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
+      for (Sequence* s : in_batch) {
+        cache_.commit(s->kv);
+        s->has_pending = false;  // its K/V is now in the cache
+      }
+      sample_outputs(outputs, logits_);
+      // A request for zero tokens ends once its prompt is in the cache.
+      for (Sequence* s : in_batch)
+        if (!s->finished && !s->prefilling() && s->max_new == 0) finish(*s, "length");
+    }
+  }
+  remove_finished();
+
+  std::lock_guard lock(mu_);
+  progressed = progressed || stats_.requests_finished != finished_before;
+  stats_.prompt_tokens_computed += prefill_tokens;
+  stats_.running = static_cast<int>(running_.size());
+  stats_.queued = static_cast<int>(queue_.size());
+  cache_stats_ = cache_.stats();
+  if (progressed) busy_s_ += seconds_between(t0, Clock::now());
+  return progressed;
+}
+
+void Scheduler::apply_cancellations() {
+  std::vector<RequestId> ids;
+  std::vector<SequencePtr> queued;
+  {
+    std::lock_guard lock(mu_);
+    ids.swap(cancelled_);
+    for (RequestId id : ids) {
+      auto it = std::find_if(queue_.begin(), queue_.end(), [&](const SequencePtr& s) { return s->id == id; });
+      if (it == queue_.end()) continue;
+      queued.push_back(std::move(*it));
+      queue_.erase(it);
+    }
+  }
+  for (auto& s : queued) finish(*s, "cancelled");
+  for (RequestId id : ids)
+    for (auto& s : running_)
+      if (s->id == id && !s->finished) finish(*s, "cancelled");
+  remove_finished();
+}
+
+void Scheduler::admit() {
+  const int block_size = cache_.pool().geometry().block_size;
+  std::lock_guard lock(mu_);
+  // FIFO: the head of the queue waits for room rather than being overtaken.
+  while (!queue_.empty() && running_.size() < static_cast<std::size_t>(options_.max_running)) {
+    Sequence& s = *queue_.front();
+    const std::span<const int32_t> prompt = s.request.prompt;
+    const int total = s.admission_tokens(options_.n_ctx);
+    // Cheap check first, so that a request that cannot fit does not touch
+    // the cache's counters or LRU order on every step.
+    const int matched = cache_.match_prefix(prompt, s.request.cache_namespace);
+    const int new_blocks = (total + block_size - 1) / block_size - matched / block_size;
+    if (static_cast<std::size_t>(std::max(new_blocks, 0)) > cache_.available_blocks()) break;
+    const int attached = cache_.begin(s.kv, prompt, s.request.cache_namespace);
+    if (!cache_.reserve(s.kv, total - attached)) {
+      // Attaching pinned idle blocks the estimate counted as available.
+      cache_.release(s.kv);
+      break;
+    }
+    s.cached_tokens = attached;
+    s.admitted = Clock::now();
+    running_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<Sequence*>& outputs) {
+  int budget = options_.max_batch_tokens;
+  auto index_of = [&](Sequence* s) {
+    in_batch.push_back(s);
+    return static_cast<int32_t>(in_batch.size() - 1);
+  };
+  // Decode tokens first: one per generating sequence, oldest first.
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    if (s.finished || !s.has_pending || budget == 0) continue;
+    if (!cache_.reserve(s.kv, 1)) {
+      // Preemption policy: the sequence that cannot grow ends here; what it
+      // produced stands, and its blocks make room for the others.
+      finish(s, "length", "preempted: the KV cache is full");
+      std::lock_guard lock(mu_);
+      ++stats_.preempted;
+      continue;
+    }
+    const int32_t pos = s.kv.table.n_slots();
+    const int32_t slot = cache_.append(s.kv, s.pending, pos);
+    batch.add(s.pending, pos, index_of(&s), slot, true);
+    outputs.push_back(&s);
+    --budget;
+  }
+  // Then prompt chunks, in admission order, until the budget is spent.
+  for (auto& sp : running_) {
+    Sequence& s = *sp;
+    if (s.finished || !s.prefilling() || budget == 0) continue;
+    const int32_t seq_index = index_of(&s);
+    const int from = s.kv.table.n_slots();
+    const int n = std::min(s.n_prompt - from, budget);
+    for (int32_t pos = from; pos < from + n; ++pos) {
+      const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
+      const bool last = pos == s.n_prompt - 1 && s.max_new > 0;
+      batch.add(token, pos, seq_index, cache_.append(s.kv, token, pos), last);
+      if (last) outputs.push_back(&s);
+    }
+    budget -= n;
+  }
+}
+
+void Scheduler::sample_outputs(const std::vector<Sequence*>& outputs, std::span<float> logits) {
+  const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
+  const Tokenizer& tok = model_.tokenizer();
+  std::vector<float> raw(n_vocab);
+  uint64_t produced = 0;
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    Sequence& s = *outputs[o];
+    if (s.finished) continue;
+    const std::span<float> row = logits.subspan(o * n_vocab, n_vocab);
+    std::copy(row.begin(), row.end(), raw.begin());  // the sampler edits row in place
+    TokenEvent ev;
+    if (s.request.record_logits) ev.logits = raw;
+    if (s.request.top_logprobs > 0) ev.top_logprobs = top_logprobs(raw, s.request.top_logprobs);
+    ev.id = s.sampler.sample(row, s.history);
+    ev.logprob = token_logprob(raw, ev.id);
+    s.history.push_back(ev.id);
+    ++s.generated;
+    ++produced;
+    if (s.generated == 1) {
+      s.first_token = Clock::now();
+      std::lock_guard lock(mu_);
+      const double ttft = seconds_between(s.submitted, s.first_token);
+      if (ttft_samples_.size() < kTtftWindow) {
+        ttft_samples_.push_back(ttft);
+      } else {
+        ttft_samples_[ttft_next_] = ttft;
+        ttft_next_ = (ttft_next_ + 1) % kTtftWindow;
+      }
+    }
+    const bool keep = !s.on_token || s.on_token(ev);
+    if (!keep) {
+      finish(s, "cancelled");
+    } else if (s.request.stop_at_end_of_generation && tok.is_end_of_generation(ev.id)) {
+      finish(s, "stop");
+    } else if (s.generated >= s.max_new) {
+      finish(s, "length");
+    } else {
+      s.pending = ev.id;
+      s.has_pending = true;
+    }
+  }
+  std::lock_guard lock(mu_);
+  stats_.generated_tokens += produced;
+}
+
+void Scheduler::finish(Sequence& seq, const std::string& reason, const std::string& note_or_error) {
+  CLM_CHECK(!seq.finished, "a request finished twice");
+  seq.finished = true;
+  cache_.release(seq.kv);
+  const auto now = Clock::now();
+  RequestSummary sum;
+  sum.id = seq.id;
+  sum.prompt_tokens = seq.n_prompt;
+  sum.cached_tokens = seq.cached_tokens;
+  sum.generated_tokens = seq.generated;
+  const bool was_admitted = seq.admitted != Clock::time_point{};
+  sum.queue_s = seconds_between(seq.submitted, was_admitted ? seq.admitted : now);
+  sum.time_to_first_token_s = seq.generated > 0 ? seconds_between(seq.submitted, seq.first_token) : 0.0;
+  sum.total_s = seconds_between(seq.submitted, now);
+  sum.stop_reason = reason;
+  if (reason == "error") {
+    sum.error = note_or_error;
+  } else {
+    sum.note = note_or_error;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.requests_finished;
+  }
+  if (seq.on_done) seq.on_done(sum);
+}
+
+void Scheduler::remove_finished() {
+  std::erase_if(running_, [](const SequencePtr& s) { return s->finished; });
+}
+
+void Scheduler::cancel_all() {
+  std::deque<SequencePtr> queued;
+  {
+    std::lock_guard lock(mu_);
+    queued.swap(queue_);
+    cancelled_.clear();
+  }
+  for (auto& s : running_)
+    if (!s->finished) finish(*s, "cancelled");
+  running_.clear();
+  for (auto& s : queued) finish(*s, "cancelled");
+  std::lock_guard lock(mu_);
+  stats_.running = 0;
+  stats_.queued = static_cast<int>(queue_.size());
+  cache_stats_ = cache_.stats();
+}
+
+SchedulerStats Scheduler::stats() const {
+  std::lock_guard lock(mu_);
+  SchedulerStats s = stats_;
+  s.queued = static_cast<int>(queue_.size());
+  s.ttft_p50_s = percentile(ttft_samples_, 0.50);
+  s.ttft_p95_s = percentile(ttft_samples_, 0.95);
+  s.tokens_per_second = busy_s_ > 0.0 ? static_cast<double>(s.generated_tokens) / busy_s_ : 0.0;
+  return s;
+}
+
+std::vector<RunningSequence> Scheduler::running() const {
+  std::vector<RunningSequence> out;
+  for (const auto& s : running_) out.push_back({s->id, s->kv.table.blocks(), s->kv.table.n_slots()});
+  return out;
+}
+
+CacheStats Scheduler::cache_stats() const {
+  std::lock_guard lock(mu_);
+  return cache_stats_;
+}
+
+}  // namespace clm
