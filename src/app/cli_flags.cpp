@@ -46,6 +46,9 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.block_size = f.block_size;
   options.max_batch_tokens = f.max_batch_tokens;
   options.prefix_cache = !f.no_prefix_cache;
+  options.max_running = f.max_running;
+  options.max_queued = f.max_queued;
+  options.kv_memory_mb = f.kv_memory_mb;
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   auto engine = Engine::create(options);

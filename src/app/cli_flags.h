@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <string>
 
 #include "engine/engine.h"
@@ -19,6 +20,10 @@ struct EngineFlags {
   int block_size = 32;
   int max_batch_tokens = 512;
   bool no_prefix_cache = false;
+  // Set by serve's own flags (--parallel, --kv-memory-mb, --max-queued).
+  int max_running = 16;
+  int max_queued = 256;
+  std::size_t kv_memory_mb = 0;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

@@ -1,0 +1,120 @@
+// `clmcache serve`: the OpenAI-compatible HTTP server. Parses its flags into
+// ServerOptions and EngineOptions, starts the scheduler loop, and turns
+// SIGTERM/SIGINT into a graceful shutdown that exits 0.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <pthread.h>
+
+#include "app/cli_flags.h"
+#include "app/commands.h"
+#include "app/http_server.h"
+
+namespace clm {
+
+namespace {
+
+struct ServeFlags {
+  EngineFlags engine;
+  SamplerParams sampler;
+  ServerOptions server;
+  std::string chat_format;  // empty: detect from the model
+  double shutdown_grace_s = 10.0;
+};
+
+std::string model_id_of(const std::string& path) {
+  std::filesystem::path p(path);
+  return p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
+}
+
+int serve(ServeFlags& f) {
+  // Block the termination signals before any thread starts, so that every
+  // thread inherits the mask and only the waiter below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that hangs up mid-stream makes the next write fail with EPIPE;
+  // that must cancel its generation, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto engine = load_engine(f.engine);
+  if (!engine) return 1;
+  ChatFormat format = detect_chat_format(engine->model().file(), engine->model().tokenizer());
+  if (!f.chat_format.empty()) {
+    auto parsed = parse_chat_format(f.chat_format);
+    if (!parsed) {
+      std::fprintf(stderr, "clmcache: %s\n", parsed.error().message.c_str());
+      return 1;
+    }
+    format = *parsed;
+  }
+  f.server.defaults.model_id = model_id_of(engine->options().model_path);
+  f.server.defaults.sampler = f.sampler;
+  f.server.defaults.max_tokens_limit = engine->options().n_ctx;
+  f.server.defaults.max_tokens = std::min(f.server.defaults.max_tokens, engine->options().n_ctx);
+
+  HttpServer server(*engine, f.server, format);
+  auto port = server.bind();
+  if (!port) {
+    std::fprintf(stderr, "clmcache: %s\n", port.error().message.c_str());
+    return 1;
+  }
+  engine->scheduler().start();
+  std::printf("clmcache: serving %s (%s chat format) on http://%s:%d\n", f.server.defaults.model_id.c_str(),
+              std::string(chat_format_name(format)).c_str(), f.server.host.c_str(), *port);
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::fprintf(stderr, "clmcache: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    server.shutdown(f.shutdown_grace_s);
+  });
+  server.run();
+  // run() also returns if listening failed; wake the waiter so it can finish.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  engine->scheduler().stop();
+  std::fprintf(stderr, "clmcache: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app, int& exit_code) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
+  add_engine_flags(*cmd, flags->engine);
+  add_sampler_flags(*cmd, flags->sampler);
+  cmd->add_option("--parallel", flags->engine.max_running, "sequences decoding at once")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-queued", flags->engine.max_queued, "requests waiting for room before 429s")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-memory-mb", flags->engine.kv_memory_mb, "KV cache size in MiB (0: one full context)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
+  ServerOptions& s = flags->server;
+  cmd->add_option("--host", s.host, "address to listen on");
+  cmd->add_option("--port", s.port, "port to listen on (0: any free port, printed at start)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except on / and /health)");
+  cmd->add_option("--session-timeout", s.session_timeout_s,
+                  "seconds a session_id's last turn is remembered for reuse")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--max-tokens", s.defaults.max_tokens, "tokens to generate when a request does not say")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body accepted, in bytes")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
+  cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (0: from --parallel)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--chat-format", flags->chat_format,
+                  "llama2, llama3, chatml, zephyr or plain (default: detected from the model)");
+  cmd->add_option("--shutdown-grace", flags->shutdown_grace_s,
+                  "seconds in-flight requests may finish after SIGTERM before they are cancelled")
+      ->check(CLI::Range(0.0, 3600.0));
+  cmd->callback([flags, &exit_code] { exit_code = serve(*flags); });
+}
+
+}  // namespace clm

@@ -1,0 +1,138 @@
+#include "app/generation_job.h"
+
+#include <ctime>
+
+namespace clm {
+
+namespace {
+
+std::string endpoint_path(ApiEndpoint e) { return e == ApiEndpoint::Chat ? "/v1/chat/completions" : "/v1/completions"; }
+
+}  // namespace
+
+GenerationJob::GenerationJob(ServerContext& ctx, GenerationRequest request)
+    : ctx_(ctx), request_(std::move(request)), stop_({}) {}
+
+std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(ServerContext& ctx,
+                                                                            GenerationRequest request) {
+  if (ctx.draining) {
+    return std::unexpected(ApiError{503, "the server is shutting down", "server_error", "", "shutting_down",
+                                    ctx.options.retry_after_s});
+  }
+  std::unique_ptr<GenerationJob> job(new GenerationJob(ctx, std::move(request)));
+  GenerationRequest& r = job->request_;
+  const Tokenizer& tok = ctx.engine.model().tokenizer();
+  std::vector<std::string> stops = r.stop;
+  if (r.endpoint == ApiEndpoint::Chat) {
+    job->prompt_text_ = render_chat(ctx.chat_format, r.messages, /*add_generation_prompt=*/true);
+    for (auto& s : chat_stop_strings(ctx.chat_format)) stops.push_back(std::move(s));
+  } else {
+    job->prompt_text_ = r.prompt;
+  }
+  job->stop_ = StopStringFilter(std::move(stops));
+  job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, job->prompt_text_, tok).tokens;
+  const std::string param = r.endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
+  if (job->prompt_.empty())
+    return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
+  const int n_ctx = ctx.engine.options().n_ctx;
+  if (static_cast<int>(job->prompt_.size()) >= n_ctx)
+    return std::unexpected(invalid_field_error(param,
+                                               "the prompt is " + std::to_string(job->prompt_.size()) +
+                                                   " tokens; this server's context holds " + std::to_string(n_ctx),
+                                               "context_length_exceeded"));
+  Scheduler& scheduler = ctx.engine.scheduler();
+  const int max_queued = ctx.engine.options().max_queued;
+  if (scheduler.stats().queued >= max_queued) return std::unexpected(server_busy_error(ctx.options.retry_after_s));
+
+  Request sr;
+  sr.prompt = job->prompt_;
+  sr.max_tokens = r.max_tokens;
+  sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
+  sr.sampler = r.sampler;
+  auto stream = TokenStream::open(scheduler, std::move(sr));
+  if (!stream) {
+    // The queue may have filled between the check and the submit.
+    if (scheduler.stats().queued >= max_queued) return std::unexpected(server_busy_error(ctx.options.retry_after_s));
+    return std::unexpected(invalid_field_error(param, stream.error().message));
+  }
+  job->stream_ = std::move(*stream);
+  job->decoder_ = std::make_unique<StreamDecoder>(tok);
+  job->meta_ = {r.endpoint, make_response_id(r.endpoint), static_cast<int64_t>(std::time(nullptr)), r.model};
+  ++ctx.in_flight;
+  return job;
+}
+
+GenerationJob::~GenerationJob() {
+  if (!stream_) return;
+  if (!done_) stream_->cancel();
+  stream_.reset();
+  --ctx_.in_flight;
+}
+
+GenerationJob::Step GenerationJob::next() {
+  Step step;
+  step.text_offset = text_.size();
+  if (done_) return step;
+  const Tokenizer& tok = ctx_.engine.model().tokenizer();
+  std::optional<TokenEvent> ev = stream_->next();
+  if (ev) {
+    ++consumed_;
+    if (!tok.is_end_of_generation(ev->id)) {
+      generated_.push_back(ev->id);
+      const std::string piece = decoder_->push(ev->id);
+      raw_text_ += piece;
+      step.text = stop_.push(piece);
+    }
+    if (request_.logprobs) {
+      TokenLogprob lp{tok.token_to_piece(ev->id), ev->logprob, {}};
+      for (const auto& [id, p] : ev->top_logprobs) lp.top.emplace_back(tok.token_to_piece(id), p);
+      step.logprobs.push_back(std::move(lp));
+    }
+    if (stop_.stopped()) {
+      stopped_by_string_ = true;
+      stream_->cancel();
+      while (stream_->next()) {
+      }
+      finish();
+    }
+  } else {
+    const std::string tail = decoder_->flush();
+    raw_text_ += tail;
+    step.text = stop_.push(tail);
+    step.text += stop_.flush();
+    stopped_by_string_ = stop_.stopped();
+    finish();
+  }
+  text_ += step.text;
+  return step;
+}
+
+void GenerationJob::finish() {
+  done_ = true;
+  summary_ = stream_->summary();
+  if (summary_.stop_reason == "error") {
+    error_ = server_error("generation failed: " + summary_.error);
+  } else if (summary_.stop_reason == "cancelled" && !stopped_by_string_) {
+    error_ = ApiError{503, "the generation was cancelled: the server is shutting down", "server_error", "",
+                      "shutting_down", ctx_.options.retry_after_s};
+  }
+  ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
+                                 summary_.cached_tokens, consumed_, summary_.total_s,
+                                 consumed_ > 0 ? summary_.time_to_first_token_s : -1.0);
+  if (!error_ && !request_.session_id.empty()) {
+    std::vector<int32_t> turn = prompt_;
+    turn.insert(turn.end(), generated_.begin(), generated_.end());
+    ctx_.sessions.remember(request_.session_id, prompt_text_ + raw_text_, std::move(turn));
+  }
+}
+
+std::string GenerationJob::finish_reason() const {
+  if (stopped_by_string_) return "stop";
+  return summary_.stop_reason == "length" ? "length" : "stop";
+}
+
+Usage GenerationJob::usage() const {
+  return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens};
+}
+
+}  // namespace clm

@@ -1,0 +1,73 @@
+// GenerationJob: one OpenAI completion request running in the scheduler, seen
+// from an HTTP handler thread. It renders and tokenizes the prompt, submits
+// it, and turns the token stream into released text (stop strings held back
+// and cut), logprobs and usage. Destroying a job that is still generating
+// cancels it, which is how a client that hangs up stops its generation.
+#pragma once
+
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/api_error.h"
+#include "app/openai_request.h"
+#include "app/openai_response.h"
+#include "app/server_context.h"
+#include "app/stop_strings.h"
+#include "engine/scheduler.h"
+
+namespace clm {
+
+class GenerationJob {
+ public:
+  // Refuses with the right status: 400 (prompt too long or empty), 429 (queue
+  // full), 503 (shutting down).
+  static std::expected<std::unique_ptr<GenerationJob>, ApiError> start(ServerContext& ctx, GenerationRequest request);
+  ~GenerationJob();
+  GenerationJob(const GenerationJob&) = delete;
+  GenerationJob& operator=(const GenerationJob&) = delete;
+
+  struct Step {
+    std::string text;                     // released by this step; may be empty
+    std::vector<TokenLogprob> logprobs;   // the tokens consumed, when requested
+    std::size_t text_offset = 0;          // where `text` starts in the reply
+  };
+  // Blocks for the next token. After the generation ends, done() is true and
+  // the step carries whatever text was still held back.
+  Step next();
+  bool done() const { return done_; }
+
+  const GenerationRequest& request() const { return request_; }
+  const ResponseMeta& meta() const { return meta_; }
+  // Valid once done().
+  std::string finish_reason() const;
+  Usage usage() const;
+  const std::optional<ApiError>& error() const { return error_; }
+  // The whole reply text released so far.
+  const std::string& text() const { return text_; }
+
+ private:
+  GenerationJob(ServerContext& ctx, GenerationRequest request);
+  void finish();
+
+  ServerContext& ctx_;
+  GenerationRequest request_;
+  ResponseMeta meta_;
+  std::string prompt_text_;
+  std::vector<int32_t> prompt_;
+  std::unique_ptr<TokenStream> stream_;
+  std::unique_ptr<StreamDecoder> decoder_;
+  StopStringFilter stop_;
+  std::vector<int32_t> generated_;  // every id received, end-of-generation ids excluded
+  std::string raw_text_;            // their text before stop strings
+  std::string text_;                // the released text
+  int consumed_ = 0;                // token events taken from the stream
+  bool done_ = false;
+  bool stopped_by_string_ = false;
+  RequestSummary summary_;
+  std::optional<ApiError> error_;
+};
+
+}  // namespace clm

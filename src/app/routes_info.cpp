@@ -1,0 +1,88 @@
+#include "app/routes_info.h"
+
+#include "app/http_reply.h"
+#include "app/web_page.h"
+
+namespace clm {
+
+namespace {
+
+using nlohmann::json;
+
+json cache_json(const CacheStats& s) {
+  return {{"sequences", s.sequences},
+          {"prompt_tokens", s.prompt_tokens},
+          {"reused_tokens", s.reused_tokens},
+          {"blocks_looked_up", s.blocks_looked_up},
+          {"blocks_hit", s.blocks_hit},
+          {"blocks_total", s.blocks_total},
+          {"blocks_used", s.blocks_used},
+          {"blocks_cached", s.blocks_cached},
+          {"blocks_free", s.blocks_free},
+          {"block_bytes", s.block_bytes},
+          {"blocks_ever_cached", s.blocks_ever_cached},
+          {"cached_blocks_hit", s.cached_blocks_hit},
+          {"evictions_capacity", s.evictions_capacity},
+          {"evictions_ttl", s.evictions_ttl},
+          {"copy_on_write", s.copy_on_write},
+          {"block_hit_rate", s.block_hit_rate()},
+          {"token_hit_rate", s.token_hit_rate()},
+          {"cache_efficiency_ratio", s.cache_efficiency_ratio()},
+          {"memory_used_mb", s.memory_used_mb()}};
+}
+
+json scheduler_json(const SchedulerStats& s) {
+  return {{"running", s.running},
+          {"queued", s.queued},
+          {"requests_finished", s.requests_finished},
+          {"generated_tokens", s.generated_tokens},
+          {"prompt_tokens_computed", s.prompt_tokens_computed},
+          {"ttft_p50_s", s.ttft_p50_s},
+          {"ttft_p95_s", s.ttft_p95_s},
+          {"tokens_per_second", s.tokens_per_second}};
+}
+
+}  // namespace
+
+void register_info_routes(httplib::Server& server, ServerContext& ctx) {
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(std::string(chat_web_page()), "text/html; charset=utf-8");
+  });
+  server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
+    if (ctx.draining) return reply_json(res, {{"status", "shutting_down"}}, 503);
+    reply_json(res, {{"status", "ok"}});
+  });
+  server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+    const ModelConfig& config = ctx.engine.model().config();
+    json model = {{"id", ctx.options.defaults.model_id},
+                  {"object", "model"},
+                  {"created", ctx.created_unix_s},
+                  {"owned_by", "clmcache"},
+                  {"meta",
+                   {{"n_ctx", ctx.engine.options().n_ctx},
+                    {"n_vocab", ctx.engine.model().tokenizer().n_vocab()},
+                    {"n_layer", config.n_layers},
+                    {"chat_format", std::string(chat_format_name(ctx.chat_format))}}}};
+    reply_json(res, {{"object", "list"}, {"data", json::array({model})}});
+  });
+  server.Get("/stats", [&ctx](const httplib::Request&, httplib::Response& res) {
+    const EngineCacheStats stats = ctx.engine.cache_stats();
+    const double uptime =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+    reply_json(res, {{"cache", cache_json(stats.cache)},
+                     {"scheduler", scheduler_json(stats.scheduler)},
+                     {"server",
+                      {{"uptime_s", uptime},
+                       {"in_flight", ctx.in_flight.load()},
+                       {"sessions", ctx.sessions.size()},
+                       {"draining", ctx.draining.load()}}}});
+  });
+  server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    const EngineCacheStats stats = ctx.engine.cache_stats();
+    ctx.metrics.update_cache(stats.cache);
+    ctx.metrics.update_scheduler(stats.scheduler.running, stats.scheduler.queued);
+    res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+}
+
+}  // namespace clm

@@ -1,0 +1,14 @@
+// The read-only routes: the chat page at "/", GET /health, GET /v1/models,
+// GET /stats (cache and scheduler figures as JSON) and GET /metrics
+// (Prometheus text).
+#pragma once
+
+#include <httplib.h>
+
+#include "app/server_context.h"
+
+namespace clm {
+
+void register_info_routes(httplib::Server& server, ServerContext& ctx);
+
+}  // namespace clm

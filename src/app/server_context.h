@@ -1,0 +1,45 @@
+// What every HTTP route of `clmcache serve` shares: the engine, the server's
+// options, its metrics and sessions, and the draining flag set on shutdown.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "app/openai_request.h"
+#include "app/server_metrics.h"
+#include "engine/engine.h"
+#include "engine/session_store.h"
+#include "model/chat_template.h"
+
+namespace clm {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port (the one chosen is printed)
+  std::string api_key;  // empty: no key needed
+  double session_timeout_s = 600.0;
+  std::size_t max_body_bytes = 8u << 20;
+  int http_threads = 0;  // 0: enough for every running and queued request to stream
+  int retry_after_s = 1;  // what a 429/503 tells the client to wait
+  RequestDefaults defaults;  // model id, max_tokens, sampler
+};
+
+struct ServerContext {
+  ServerContext(Engine& e, ServerOptions o, ChatFormat f)
+      : engine(e), options(std::move(o)), chat_format(f), sessions(options.session_timeout_s) {}
+
+  Engine& engine;
+  const ServerOptions options;
+  const ChatFormat chat_format;
+  ServerMetrics metrics;
+  SessionStore sessions;
+  std::atomic<bool> draining{false};  // shutting down: new generations get 503
+  std::atomic<int> in_flight{0};      // generations not yet finished
+  const int64_t created_unix_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+};
+
+}  // namespace clm
