@@ -384,6 +384,49 @@ TEST(ServerAuth, ApiKeyRequiredExceptOnPublicRoutes) {
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
+TEST(ServerBusy, FullQueueIs429WithRetryAfter) {
+  auto args = model_args();
+  args.insert(args.end(), {"--parallel", "1", "--max-queued", "1"});
+  test::ServerProcess server(args);
+  ASSERT_GT(server.port(), 0);
+  // One request runs, one waits; the others arrive while those take at least
+  // hundreds of tokens, so they find the queue full.
+  constexpr int kClients = 8;
+  std::vector<int> statuses(kClients, 0);
+  std::vector<std::string> retry_after(kClients), bodies(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      httplib::Client c("127.0.0.1", server.port());
+      c.set_read_timeout(120, 0);
+      const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 400}, {"temperature", 0}};
+      auto res = c.Post("/v1/completions", body.dump(), "application/json");
+      if (!res) return;
+      statuses[i] = res->status;
+      retry_after[i] = res->get_header_value("Retry-After");
+      bodies[i] = res->body;
+    });
+  }
+  for (auto& t : threads) t.join();
+  int busy = 0, ok = 0;
+  for (int i = 0; i < kClients; ++i) {
+    const json j = json::parse(bodies[i], nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << bodies[i];
+    if (statuses[i] == 429) {
+      ++busy;
+      EXPECT_EQ(j["error"]["code"], "server_busy");
+      EXPECT_FALSE(retry_after[i].empty());
+    } else {
+      EXPECT_EQ(statuses[i], 200) << bodies[i];
+      EXPECT_EQ(j["object"], "text_completion");
+      ++ok;
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 1);
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
 TEST(ServerShutdown, SigtermEndsStreamsAndExitsZero) {
   auto args = model_args();
   args.insert(args.end(), {"--shutdown-grace", "0.2"});
