@@ -265,9 +265,11 @@ TEST_F(ServerTest, SessionsReuseTheirHistory) {
   body["messages"].push_back({{"role", "assistant"}, {"content", reply}});
   body["messages"].push_back({{"role", "user"}, {"content", "And then?"}});
   const json second = post_ok("/v1/chat/completions", body);
-  // At least the whole blocks of the first prompt are resident.
-  const int first_prompt = first["usage"]["prompt_tokens"];
-  EXPECT_GE(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), first_prompt / 32 * 32);
+  // The whole blocks of the first turn, prompt and reply, are resident (the
+  // last generated token was never fed back, so it has no K/V).
+  ASSERT_EQ(first["choices"][0]["finish_reason"], "length");
+  const int first_turn = first["usage"]["prompt_tokens"].get<int>() + first["usage"]["completion_tokens"].get<int>() - 1;
+  EXPECT_GE(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), first_turn / 32 * 32);
   EXPECT_GT(get_json("/stats")["server"]["sessions"].get<int>(), 0);
 }
 
