@@ -70,8 +70,7 @@ void reply_streamed(httplib::Response& res, std::shared_ptr<GenerationJob> job) 
         if (!sink.write(tail.data(), tail.size())) return false;
         sink.done();
         return true;
-      },
-      [job](bool /*success*/) {});
+      });
 }
 
 void handle(const httplib::Request& req, httplib::Response& res, ServerContext& ctx, ApiEndpoint endpoint) {

@@ -107,6 +107,8 @@ class ServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new test::ServerProcess(model_args()); }
   static void TearDownTestSuite() {
+    // After everything above (hang-ups included) it still shuts down cleanly.
+    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
     delete server_;
     server_ = nullptr;
   }
