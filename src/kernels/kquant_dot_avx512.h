@@ -38,11 +38,18 @@ void unpack_k_min512(const std::byte* wb, UnpackedK512& u) {
   u.dmin = f16_to_f32(load_field<uint16_t>(wb + offsetof(Block, dmin)));
   uint8_t sc[8], mn[8];
   unpack_k_scales(reinterpret_cast<const uint8_t*>(wb + offsetof(Block, scales)), sc, mn);
-  const __m256i mask = _mm256_set1_epi8(15);
+  // Each 32-byte run of qs is read into both halves of a register; the high
+  // half shifts down by 4, so the halves are sub-blocks 2c and 2c + 1.
+  const __m512i mask = _mm512_set1_epi8(15);
+  const __m512i nibble_shift = k_join(_mm256_set1_epi16(0), _mm256_set1_epi16(4));
+  const __m128i sc16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc)));
+  const __m512i sc512 = _mm512_castsi128_si512(sc16);
   for (int c = 0; c < 4; ++c) {
     const __m256i v = k_load256(wb + offsetof(Block, qs) + 32 * c);
-    u.q[c] = k_join(_mm256_and_si256(v, mask), _mm256_and_si256(_mm256_srli_epi16(v, 4), mask));
-    u.scale[c] = k_join16(sc[2 * c], sc[2 * c + 1]);
+    u.q[c] = _mm512_and_si512(_mm512_srlv_epi16(k_join(v, v), nibble_shift), mask);
+    u.scale[c] = _mm512_permutexvar_epi16(k_join(_mm256_set1_epi16(static_cast<int16_t>(2 * c)),
+                                                 _mm256_set1_epi16(static_cast<int16_t>(2 * c + 1))),
+                                          sc512);
   }
   const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
   u.bsum_weights = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
