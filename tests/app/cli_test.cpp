@@ -48,10 +48,12 @@ TEST(Cli, StreamsTextWithPromptEcho) {
 TEST(Cli, MakeModelThenInfoAndRunForEveryArchAndType) {
   const std::string dir = test::temp_dir();
   for (const std::string arch : {"llama", "qwen2"}) {
-    for (const std::string type : {"f16", "q8_0", "q4_0"}) {
+    for (const std::string type : {"f16", "q8_0", "q4_0", "q4_k"}) {
       const std::string path = dir + "/" + arch + "-" + type + ".gguf";
+      // The k-quants need rows of whole 256-element super-blocks.
+      const std::string shape = type == "q4_k" ? " --embd 256 --ff 256" : "";
       auto made = run_command(cli() + " make-model -o " + shell_quote(path) + " --arch " + arch + " --type " + type +
-                              " --kv-heads 2");
+                              " --kv-heads 2" + shape);
       ASSERT_EQ(made.exit_code, 0) << made.err;
       auto info = run_command(cli() + " info " + shell_quote(path));
       ASSERT_EQ(info.exit_code, 0) << info.err;
