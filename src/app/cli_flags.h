@@ -19,6 +19,10 @@ struct EngineFlags {
   int block_size = 32;
   int max_batch_tokens = 512;
   bool no_prefix_cache = false;
+  std::size_t kv_memory_mb = 0;
+  int parallel = 16;
+  uint32_t cache_hot_after = 2;
+  double cache_ttl = 0.0;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

@@ -157,3 +157,28 @@ TEST(CliBench, MemoryBenchReportsBandwidth) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliBench, DialogueBenchShowsReuseAndSharing) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command(cli() + " bench dialogue -m " + test::shell_quote(model) +
+                                   " --history 100 --question 8 -r 1 --sessions 3 --system-tokens 70 --turns 2"
+                                   " --user-tokens 5 --reply-tokens 4 -t 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // The warm run attaches the history's full blocks: 100 + BOS -> 3 blocks of 32.
+  EXPECT_EQ(j["ttft"]["warm_cached_tokens"], 96);
+  const auto& with = j["sessions"]["with_sharing"];
+  const auto& without = j["sessions"]["without_sharing"];
+  EXPECT_EQ(with["generated_tokens"], 3 * 2 * 4);
+  EXPECT_EQ(without["generated_tokens"], 3 * 2 * 4);
+  EXPECT_GT(with["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(without["cached_tokens"], 0);
+  EXPECT_LT(with["peak_kv_blocks"].get<int>(), without["peak_kv_blocks"].get<int>());
+  EXPECT_LE(j["sessions"]["memory_with_over_ideal"].get<double>(), 1.1);
+}
+
+}  // namespace
+}  // namespace clm
