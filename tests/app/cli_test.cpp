@@ -168,8 +168,10 @@ TEST(CliBench, DialogueBenchShowsReuseAndSharing) {
                                    " --user-tokens 5 --reply-tokens 4 -t 1 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  // The warm run attaches the history's full blocks: 100 + BOS -> 3 blocks of 32.
-  EXPECT_EQ(j["ttft"]["warm_cached_tokens"], 96);
+  // The warm run reuses the whole history (BOS + 100 tokens: 3 shared blocks
+  // and 5 copied tokens) and at most the turn marker of the new question.
+  EXPECT_GE(j["ttft"]["warm_cached_tokens"].get<int>(), 101);
+  EXPECT_LT(j["ttft"]["warm_cached_tokens"].get<int>(), 101 + 8);
   const auto& with = j["sessions"]["with_sharing"];
   const auto& without = j["sessions"]["without_sharing"];
   EXPECT_EQ(with["generated_tokens"], 3 * 2 * 4);
