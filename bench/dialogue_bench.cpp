@@ -85,12 +85,12 @@ Status time_to_first_token(Model& model, ThreadPool& threads, const DialogueBenc
   for (int rep = 0; rep < o.repetitions; ++rep) {
     // Cold: nothing resident.
     rig->cache->clear_cached();
-    const auto q1 = dialogue_tokens(tok, o.question_tokens, 1000u + static_cast<uint32_t>(rep));
+    const auto q1 = question_tokens(tok, o.question_tokens, 2 * rep);
     auto c = run_one(*rig->scheduler, greedy_request(concat({&history, &q1}), 1));
     if (!c) return std::unexpected(c.error());
     cold.push_back(c->time_to_first_token_s);
     // Warm: the history is resident from the previous turn; a new question follows it.
-    const auto q2 = dialogue_tokens(tok, o.question_tokens, 2000u + static_cast<uint32_t>(rep));
+    const auto q2 = question_tokens(tok, o.question_tokens, 2 * rep + 1);
     auto w = run_one(*rig->scheduler, greedy_request(concat({&history, &q2}), 1));
     if (!w) return std::unexpected(w.error());
     warm.push_back(w->time_to_first_token_s);

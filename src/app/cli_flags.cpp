@@ -14,6 +14,13 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--kv-type", f.kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
   cmd.add_flag("--no-prefix-cache", f.no_prefix_cache, "never reuse the K/V of an identical prompt prefix");
+  cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
+      ->check(CLI::Range(0, 1 << 24));
+  cmd.add_option("--parallel", f.parallel, "sequences decoding at once")->check(CLI::Range(1, 4096));
+  cmd.add_option("--cache-hot-after", f.cache_hot_after, "hits after which a cached block is evicted last")
+      ->check(CLI::Range(1, 1 << 30));
+  cmd.add_option("--cache-ttl", f.cache_ttl, "seconds an unused cached block may stay (0: until memory is needed)")
+      ->check(CLI::Range(0.0, 1e9));
 }
 
 void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
@@ -46,9 +53,11 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.block_size = f.block_size;
   options.max_batch_tokens = f.max_batch_tokens;
   options.prefix_cache = !f.no_prefix_cache;
-  options.max_running = f.max_running;
-  options.max_queued = f.max_queued;
   options.kv_memory_mb = f.kv_memory_mb;
+  options.max_running = f.parallel;
+  options.cache_hot_after_hits = f.cache_hot_after;
+  options.cache_ttl_s = f.cache_ttl;
+  options.max_queued = f.max_queued;
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   auto engine = Engine::create(options);

@@ -20,10 +20,11 @@ struct EngineFlags {
   int block_size = 32;
   int max_batch_tokens = 512;
   bool no_prefix_cache = false;
-  // Set by serve's own flags (--parallel, --kv-memory-mb, --max-queued).
-  int max_running = 16;
-  int max_queued = 256;
   std::size_t kv_memory_mb = 0;
+  int parallel = 16;
+  uint32_t cache_hot_after = 2;
+  double cache_ttl = 0.0;
+  int max_queued = 256;  // set by serve's --max-queued
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

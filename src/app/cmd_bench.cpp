@@ -1,9 +1,13 @@
 // `clmcache bench ...`: end-to-end benchmarks (the measuring lives in bench/).
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/model_source.h"
+#include "dialogue_bench.h"
 #include "memory_bench.h"
+#include "model/synthetic_model.h"
 #include "model_bench.h"
 
 namespace clm {
@@ -33,6 +37,48 @@ int bench_model(ModelBenchFlags& f) {
   return 0;
 }
 
+struct DialogueBenchFlags {
+  DialogueBenchOptions options;
+  std::string format = "md";
+};
+
+// The default model of the dialogue benchmark: a synthetic llama of about
+// 110M parameters in Q8_0, written once into the user's cache directory.
+Result<std::string> default_bench_model() {
+  const std::string path = user_cache_dir() + "/models/synthetic-110m-q8_0.gguf";
+  if (std::filesystem::exists(path)) return path;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (ec) return fail("cannot create " + path + ": " + ec.message());
+  auto spec = synthetic_preset("110m");
+  if (!spec) return fail(spec.error().message);
+  spec->weight_type = WeightType::Q8_0;
+  std::fprintf(stderr, "writing the synthetic 110M benchmark model to %s\n", path.c_str());
+  if (auto ok = write_synthetic_model(*spec, path); !ok) return fail(ok.error().message);
+  return path;
+}
+
+int bench_dialogue(DialogueBenchFlags& f) {
+  if (f.options.model_path.empty()) {
+    auto path = default_bench_model();
+    if (!path) {
+      std::fprintf(stderr, "clmcache: %s\n", path.error().message.c_str());
+      return 1;
+    }
+    f.options.model_path = *path;
+  }
+  auto r = run_dialogue_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  if (f.format == "json")
+    std::cout << to_json(f.options, *r).dump(2) << "\n";
+  else
+    std::cout << to_markdown(f.options, *r);
+  return 0;
+}
+
 }  // namespace
 
 void register_bench_command(CLI::App& app, int& exit_code) {
@@ -52,6 +98,25 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   model->add_option("-o,--output", mf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   model->add_option("--kv-type", mf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
   model->callback([mf, &exit_code] { exit_code = bench_model(*mf); });
+
+  auto df = std::make_shared<DialogueBenchFlags>();
+  DialogueBenchOptions& d = df->options;
+  CLI::App* dialogue = bench->add_subcommand("dialogue", "prefix-cache reuse in conversations: TTFT and shared KV memory");
+  dialogue->add_option("-m,--model", d.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  dialogue->add_option("-t,--threads", d.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  dialogue->add_option("--block-size", d.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  dialogue->add_option("--batch", d.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  dialogue->add_option("--history", d.history_tokens, "(a) history tokens")->check(CLI::Range(1, 1 << 20));
+  dialogue->add_option("--question", d.question_tokens, "(a) question tokens")->check(CLI::Range(1, 1 << 20));
+  dialogue->add_option("-r,--repetitions", d.repetitions, "(a) cold/warm pairs")->check(CLI::Range(1, 1000));
+  dialogue->add_option("--sessions", d.sessions, "(b) concurrent sessions")->check(CLI::Range(1, 4096));
+  dialogue->add_option("--system-tokens", d.system_tokens, "(b) shared system prompt tokens")
+      ->check(CLI::Range(2, 1 << 20));
+  dialogue->add_option("--turns", d.turns, "(b) user turns per session")->check(CLI::Range(1, 1000));
+  dialogue->add_option("--user-tokens", d.user_tokens, "(b) tokens per user turn")->check(CLI::Range(1, 1 << 16));
+  dialogue->add_option("--reply-tokens", d.reply_tokens, "(b) generated tokens per turn")->check(CLI::Range(1, 1 << 16));
+  dialogue->add_option("-o,--output", df->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  dialogue->callback([df, &exit_code] { exit_code = bench_dialogue(*df); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
   CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");

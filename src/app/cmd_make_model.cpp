@@ -45,7 +45,7 @@ int make_model(const MakeModelFlags& f) {
   s.seed = f.seed;
   auto type = parse_weight_type(f.weight_type);
   if (!type) {
-    std::fprintf(stderr, "clmcache: unknown weight type '%s' (f32, f16, bf16, q8_0, q4_0)\n", f.weight_type.c_str());
+    std::fprintf(stderr, "clmcache: unknown weight type '%s' (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k)\n", f.weight_type.c_str());
     return 1;
   }
   s.weight_type = *type;
@@ -67,7 +67,7 @@ void register_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--preset", f->preset, "base shape: tiny, demo, 110m, 1b")
       ->check(CLI::IsMember({"tiny", "demo", "110m", "1b"}));
   cmd->add_option("--arch", f->arch, "llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
-  cmd->add_option("--type", f->weight_type, "weight type of the matrices: f32, f16, bf16, q8_0, q4_0");
+  cmd->add_option("--type", f->weight_type, "weight type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k (k-quants need --embd and --ff multiples of 256)");
   cmd->add_option("--vocab", f->n_vocab, "vocabulary size");
   cmd->add_option("--embd", f->n_embd, "embedding size");
   cmd->add_option("--ff", f->n_ff, "feed-forward size");

@@ -90,11 +90,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   add_engine_flags(*cmd, flags->engine);
   add_sampler_flags(*cmd, flags->sampler);
-  cmd->add_option("--parallel", flags->engine.max_running, "sequences decoding at once")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-queued", flags->engine.max_queued, "requests waiting for room before 429s")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--kv-memory-mb", flags->engine.kv_memory_mb, "KV cache size in MiB (0: one full context)")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24));
   ServerOptions& s = flags->server;
   cmd->add_option("--host", s.host, "address to listen on");
   cmd->add_option("--port", s.port, "port to listen on (0: any free port, printed at start)")

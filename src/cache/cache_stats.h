@@ -14,6 +14,7 @@ struct CacheStats {
   uint64_t reused_tokens = 0;      // of those, attached from the prefix index
   uint64_t blocks_looked_up = 0;   // full prompt blocks looked up in the index
   uint64_t blocks_hit = 0;         // of those, found resident
+  uint64_t partial_block_hits = 0; // leading tokens of a cached block copied (reused_tokens counts them)
   // Blocks now.
   std::size_t blocks_total = 0;
   std::size_t blocks_used = 0;     // referenced by a live sequence

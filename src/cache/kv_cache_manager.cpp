@@ -66,7 +66,25 @@ int KvCacheManager::match_prefix(std::span<const int32_t> prompt, uint64_t cache
     if (lookup(key, parent, tokens, cache_namespace) == kNoBlock) break;
     parent = key;
   }
-  return static_cast<int>(b * bs);
+  const auto rest = prompt.subspan(b * bs, prompt.size() - 1 - b * bs);
+  return static_cast<int>(b * bs) + best_partial(parent, cache_namespace, rest).second;
+}
+
+std::pair<BlockId, int> KvCacheManager::best_partial(BlockKey parent, uint64_t cache_namespace,
+                                                      std::span<const int32_t> rest) const {
+  std::pair<BlockId, int> best{kNoBlock, 0};
+  if (!options_.partial_block_reuse) return best;
+  const std::size_t limit = std::min(rest.size(), static_cast<std::size_t>(block_size_));
+  const auto [first, last] = children_.equal_range(parent);
+  for (auto it = first; it != last; ++it) {
+    const BlockId id = it->second;
+    if (meta(id).cache_namespace != cache_namespace) continue;
+    const int32_t* stored = block_tokens_.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_);
+    std::size_t k = 0;
+    while (k < limit && stored[k] == rest[k]) ++k;
+    if (static_cast<int>(k) > best.second) best = {id, static_cast<int>(k)};
+  }
+  return best;
 }
 
 int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, uint64_t cache_namespace) {
@@ -102,9 +120,38 @@ int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, 
     ++counters_.blocks_hit;
     parent = key;
   }
+  attach_partial(seq, prompt);
   const int attached = seq.table.n_slots();
   counters_.reused_tokens += static_cast<uint64_t>(attached);
   return attached;
+}
+
+void KvCacheManager::attach_partial(CachedSequence& seq, std::span<const int32_t> prompt) {
+  // After the shared full blocks, a cached block that continues the prompt
+  // for only its first k tokens still holds exactly their K/V (a token's K/V
+  // depends on its prefix alone). Its first k slots are copied into a block
+  // of our own, never shared, since the rest of it belongs to another text.
+  const std::size_t done = static_cast<std::size_t>(seq.table.n_slots());
+  const BlockKey parent = seq.keys.empty() ? kNoKey : seq.keys.back();
+  const auto rest = prompt.subspan(done, prompt.size() - 1 - done);
+  const auto [source, k] = best_partial(parent, seq.context.cache_namespace, rest);
+  if (k == 0) return;
+  // Pin the source so that making room cannot evict it.
+  if (pool_.refcount(source) == 0) {
+    if (meta(source).in_list) list_remove(source);
+    --n_idle_cached_;
+  }
+  pool_.retain(source);
+  const BlockId copy = allocate_block();
+  if (copy != kNoBlock) {
+    pool_.copy_block(source, copy);
+    seq.table.push_block(copy, pool_.block_data(copy));
+    for (int i = 0; i < k; ++i)
+      seq.table.append(rest[static_cast<std::size_t>(i)], static_cast<int32_t>(done) + i);
+    meta(source).last_access = now();
+    ++counters_.partial_block_hits;
+  }
+  if (pool_.release(source) == 0) on_idle(source);
 }
 
 std::size_t KvCacheManager::available_blocks() const {
@@ -190,6 +237,7 @@ void KvCacheManager::commit(CachedSequence& seq) {
     m.last_access = now();
     std::copy(tokens.begin(), tokens.end(), block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * bs));
     index_[key] = id;
+    children_.emplace(parent, id);
     if (parent_block != kNoBlock) ++meta(parent_block).cached_children;
     ++counters_.blocks_ever_cached;
   }
@@ -237,6 +285,12 @@ void KvCacheManager::unregister(BlockId id) {
   if (m.in_list) list_remove(id);
   const auto it = index_.find(m.key);
   if (it != index_.end() && it->second == id) index_.erase(it);
+  for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {
+    if (first->second == id) {
+      children_.erase(first);
+      break;
+    }
+  }
   if (m.parent_block != kNoBlock) {
     Meta& p = meta(m.parent_block);
     // The parent may now be a leaf: if idle, it becomes evictable.

@@ -23,6 +23,9 @@ namespace clm {
 
 struct CacheOptions {
   bool prefix_caching = true;
+  // Also reuse the leading tokens of a cached block that continues the
+  // prompt only partly, by copying them (see match_prefix).
+  bool partial_block_reuse = true;
   // An idle cached block hit this many times lives on the hot level, which
   // is evicted only when the normal level is empty.
   uint32_t hot_after_hits = 2;
@@ -51,11 +54,14 @@ class KvCacheManager {
   const KvPool& pool() const { return pool_; }
 
   // Plan, no change: how many leading tokens of `prompt` could be attached
-  // from resident blocks. Whole blocks only, and never the whole prompt: its
-  // last token is always computed, so its logits exist.
+  // from resident blocks: whole shared blocks, then the leading tokens of a
+  // cached block that continues the prompt only partly (copied, not shared).
+  // Never the whole prompt: its last token is always computed, so its
+  // logits exist.
   int match_prefix(std::span<const int32_t> prompt, uint64_t cache_namespace) const;
-  // Starts `seq` (which must be empty) with that prefix attached copy-free
-  // (one more reference per block). Returns the number of tokens attached.
+  // Starts `seq` (which must be empty) with that prefix attached: full
+  // blocks copy-free (one more reference each), a partial match copied into
+  // a block of its own if one can be had. Returns the tokens attached.
   int begin(CachedSequence& seq, std::span<const int32_t> prompt, uint64_t cache_namespace);
   // Blocks reserve() could obtain now: free plus evictable idle cached ones.
   std::size_t available_blocks() const;
@@ -100,6 +106,10 @@ class KvCacheManager {
   BlockKey key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const;
   // The resident block holding exactly this block of tokens after `parent`.
   BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens, uint64_t cache_namespace) const;
+  // The registered child of `parent` sharing the longest run of leading
+  // tokens with `rest` (at most a block), and that length.
+  std::pair<BlockId, int> best_partial(BlockKey parent, uint64_t cache_namespace, std::span<const int32_t> rest) const;
+  void attach_partial(CachedSequence& seq, std::span<const int32_t> prompt);
   BlockId allocate_block();  // free stack first, then eviction
   BlockId evict_one();
   void unregister(BlockId id);
@@ -121,6 +131,7 @@ class KvCacheManager {
   std::vector<Meta> meta_;            // n_blocks + 2 sentinels
   std::vector<int32_t> block_tokens_;  // [n_blocks][block_size] tokens of registered blocks
   std::unordered_map<BlockKey, BlockId> index_;
+  std::unordered_multimap<BlockKey, BlockId> children_;  // parent key -> registered blocks under it
   std::size_t n_idle_cached_ = 0;     // idle registered blocks, on a list or not
   CacheStats counters_;
 };

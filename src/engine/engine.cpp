@@ -42,13 +42,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       static_cast<std::size_t>(g.block_size);
   const std::size_t blocks_for_memory =
       options.kv_memory_mb > 0 ? KvPool::blocks_for_bytes(g, options.kv_memory_mb << 20) : 0;
-  auto pool = KvPool::create(g, std::max(blocks_for_ctx, blocks_for_memory));
+  auto pool = KvPool::create(g, options.kv_memory_mb > 0 ? blocks_for_memory : blocks_for_ctx);
   if (!pool) return fail(pool.error().message);
   e->pool_ = std::move(*pool);
   e->threads_ = std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads : hardware_threads());
 
   CacheOptions cache;
   cache.prefix_caching = options.prefix_cache;
+  cache.hot_after_hits = options.cache_hot_after_hits;
+  cache.ttl_seconds = options.cache_ttl_s;
   e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;

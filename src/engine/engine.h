@@ -26,12 +26,15 @@ struct EngineOptions {
   int n_threads = 0;           // 0: all hardware threads
   KvType kv_type = KvType::F16;
   int block_size = 32;         // tokens per KV block
-  // KV pool size; the pool always holds at least one full n_ctx sequence.
+  // KV pool budget in MiB; 0 sizes the pool for n_ctx tokens. A budget
+  // smaller than one n_ctx sequence also bounds what one sequence may hold.
   std::size_t kv_memory_mb = 0;
   int max_batch_tokens = 512;  // tokens per forward call (decode + prompt chunks)
   int max_running = 16;        // sequences decoding at once
   int max_queued = 256;        // requests waiting for room
   bool prefix_cache = true;    // reuse the K/V of identical prompt prefixes
+  uint32_t cache_hot_after_hits = 2;  // cached blocks hit this often are evicted last
+  double cache_ttl_s = 0.0;           // idle cached blocks older than this are dropped; 0 = never
   std::function<void(float)> on_load_progress;
 };
 

@@ -188,6 +188,12 @@ bool Scheduler::step_once() {
     finished_before = stats_.requests_finished;
   }
   apply_cancellations();
+  // Expired cached blocks go before admission so their room is usable now.
+  // A sweep walks the idle lists, so it runs at most once a second.
+  if (t0 - last_sweep_ >= std::chrono::seconds(1)) {
+    cache_.sweep_expired();
+    last_sweep_ = t0;
+  }
   const std::size_t running_before = running_.size();
   admit();
   bool progressed = running_.size() != running_before;

@@ -12,6 +12,7 @@
 // blocks go back to the pool; nothing it produced is lost or changed).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -170,6 +171,7 @@ class Scheduler {
   SchedulerStats stats_;
   CacheStats cache_stats_;
   double busy_s_ = 0.0;
+  std::chrono::steady_clock::time_point last_sweep_{};
 
   // Owned by the stepping thread.
   std::vector<SequencePtr> running_;

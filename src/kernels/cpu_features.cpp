@@ -18,16 +18,18 @@ bool kernel_path_supported(KernelPath p) {
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case KernelPath::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    case KernelPath::Avx512Vnni:
+      return kernel_path_supported(KernelPath::Avx512) && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }
 
 KernelPath best_kernel_path() {
   static const KernelPath best = [] {
-    if (kernel_path_supported(KernelPath::Avx512) && kernel_path_supported(KernelPath::Avx2))
-      return KernelPath::Avx512;
-    if (kernel_path_supported(KernelPath::Avx2)) return KernelPath::Avx2;
-    return KernelPath::Scalar;
+    if (!kernel_path_supported(KernelPath::Avx2)) return KernelPath::Scalar;
+    if (kernel_path_supported(KernelPath::Avx512Vnni)) return KernelPath::Avx512Vnni;
+    if (kernel_path_supported(KernelPath::Avx512)) return KernelPath::Avx512;
+    return KernelPath::Avx2;
   }();
   return best;
 }
@@ -35,6 +37,7 @@ KernelPath best_kernel_path() {
 KernelPath active_kernel_path() { return active_path().load(std::memory_order_relaxed); }
 
 void set_kernel_path(KernelPath p) {
+  if (p == KernelPath::Avx512Vnni && !kernel_path_supported(p)) p = KernelPath::Avx512;
   if (p == KernelPath::Avx512 && !(kernel_path_supported(p) && kernel_path_supported(KernelPath::Avx2)))
     p = KernelPath::Avx2;
   if (p == KernelPath::Avx2 && !kernel_path_supported(p)) p = KernelPath::Scalar;
@@ -46,6 +49,7 @@ std::string_view kernel_path_name(KernelPath p) {
     case KernelPath::Scalar: return "scalar";
     case KernelPath::Avx2: return "avx2";
     case KernelPath::Avx512: return "avx512";
+    case KernelPath::Avx512Vnni: return "avx512vnni";
   }
   return "unknown";
 }

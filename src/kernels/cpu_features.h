@@ -7,9 +7,11 @@
 
 namespace clm {
 
-enum class KernelPath { Scalar, Avx2, Avx512 };
+// Widest last. Avx512Vnni is Avx512 whose k-quant dots use VNNI; it is a
+// path of its own so that tests can run both on a CPU that has it.
+enum class KernelPath { Scalar, Avx2, Avx512, Avx512Vnni };
 
-// Avx2 needs AVX2+FMA+F16C; Avx512 needs AVX-512 F+BW.
+// Avx2 needs AVX2+FMA+F16C; Avx512 needs AVX-512 F+BW; Avx512Vnni also VNNI.
 bool kernel_path_supported(KernelPath p);
 // The widest supported path.
 KernelPath best_kernel_path();

@@ -46,7 +46,7 @@ void for_each_output(const WeightMatrix& w, const std::byte* act, std::size_t ac
   });
 }
 
-// Q8_0 copies of the activation rows for the quantized weight types.
+// Quantized copies of the activation rows (Q8_0 or Q8_K) for the quantized weight types.
 std::byte* activation_buffer(std::size_t bytes) {
   thread_local std::vector<std::byte> buffer;
   if (buffer.size() < bytes) buffer.resize(bytes);
@@ -76,10 +76,11 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   };
   using QuantDot4 = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*);
   auto quant_dot = [&](float (*dot)(const std::byte*, const std::byte*, std::size_t), QuantDot4 dot4) {
-    const std::size_t q_stride = row_bytes(WeightType::Q8_0, cols);
+    const WeightType act = activation_type(w.type);
+    const std::size_t q_stride = row_bytes(act, cols);
     std::byte* xq = activation_buffer(q_stride * static_cast<std::size_t>(n));
     pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) quantize_row(WeightType::Q8_0, x + r * cols, xq + r * q_stride, cols);
+      for (std::size_t r = begin; r < end; ++r) quantize_row(act, x + r * cols, xq + r * q_stride, cols);
     });
     for_each_output(w, xq, q_stride, n, y, pool, dot, dot4);
   };
@@ -90,6 +91,9 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
     case WeightType::BF16: float_dot(k.dot_bf16); return;
     case WeightType::Q8_0: quant_dot(k.dot_q8_0, k.dot4_q8_0); return;
     case WeightType::Q4_0: quant_dot(k.dot_q4_0, k.dot4_q4_0); return;
+    case WeightType::Q4_K: quant_dot(k.dot_q4_k, k.dot4_q4_k); return;
+    case WeightType::Q5_K: quant_dot(k.dot_q5_k, k.dot4_q5_k); return;
+    case WeightType::Q6_K: quant_dot(k.dot_q6_k, k.dot4_q6_k); return;
     default:
       // Types are checked when a model loads; reaching here is a caller bug.
       std::fprintf(stderr, "clmcache: matmul on non-compute weight type %u\n", static_cast<unsigned>(w.type));

@@ -1,8 +1,8 @@
-// y = x W^T for a stored weight matrix (F32, F16, BF16, Q8_0, Q4_0) and a batch
-// of f32 activation rows. Batch-invariant: every output element is one call of
-// one dot routine whose reduction order depends only on cols and the kernel
-// path, so a row's result is bitwise the same whatever the batch size, its
-// place in the batch, or the thread count.
+// y = x W^T for a stored weight matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_K,
+// Q5_K, Q6_K) and a batch of f32 activation rows. Batch-invariant: every output
+// element is one call of one dot routine whose reduction order depends only on
+// cols and the kernel path, so a row's result is bitwise the same whatever the
+// batch size, its place in the batch, or the thread count.
 #pragma once
 
 #include <cstddef>
@@ -23,8 +23,9 @@ struct WeightMatrix {
 };
 
 // x: [n][cols] row-major; y: [n][rows], y[r * rows + o] = dot(W row o, x row r).
-// For Q8_0 and Q4_0 weights each activation row is first quantized to Q8_0
-// (per row, so independently of n) and blocks are multiplied as integers.
+// For quantized weights each activation row is first quantized to
+// activation_type(w.type) (Q8_0, or Q8_K for the k-quants; per row, so
+// independently of n) and blocks are multiplied as integers.
 // That staging buffer is kept per calling thread and only grows, so steady
 // calls do not allocate. Preconditions: is_compute_type(w.type), cols a
 // multiple of block_elems(w.type), w.row_bytes >= row_bytes(w.type, cols),

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quantize_kquant.h"
 #include "util/half.h"
 
 namespace clm {
@@ -96,14 +98,36 @@ bool is_compute_type(WeightType t) {
     case WeightType::BF16:
     case WeightType::Q8_0:
     case WeightType::Q4_0:
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K:
       return true;
     default:
       return false;
   }
 }
 
+WeightType activation_type(WeightType t) {
+  switch (t) {
+    case WeightType::Q8_0:
+    case WeightType::Q4_0: return WeightType::Q8_0;
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K: return WeightType::Q8_K;
+    default: return WeightType::F32;
+  }
+}
+
 std::size_t block_elems(WeightType t) {
-  return t == WeightType::Q8_0 || t == WeightType::Q4_0 ? kQuantBlockElems : 1;
+  switch (t) {
+    case WeightType::Q8_0:
+    case WeightType::Q4_0: return kQuantBlockElems;
+    case WeightType::Q4_K:
+    case WeightType::Q5_K:
+    case WeightType::Q6_K:
+    case WeightType::Q8_K: return kSuperBlockElems;
+    default: return 1;
+  }
 }
 
 std::size_t row_bytes(WeightType t, std::size_t n) {
@@ -113,6 +137,10 @@ std::size_t row_bytes(WeightType t, std::size_t n) {
     case WeightType::BF16: return n * 2;
     case WeightType::Q8_0: return n / kQuantBlockElems * sizeof(BlockQ8_0);
     case WeightType::Q4_0: return n / kQuantBlockElems * sizeof(BlockQ4_0);
+    case WeightType::Q4_K: return n / kSuperBlockElems * sizeof(BlockQ4_K);
+    case WeightType::Q5_K: return n / kSuperBlockElems * sizeof(BlockQ5_K);
+    case WeightType::Q6_K: return n / kSuperBlockElems * sizeof(BlockQ6_K);
+    case WeightType::Q8_K: return n / kSuperBlockElems * sizeof(BlockQ8_K);
     default: unsupported(t);
   }
 }
@@ -136,6 +164,10 @@ void quantize_row(WeightType t, const float* src, std::byte* dst, std::size_t n)
       return;
     case WeightType::Q8_0: quantize_q8_0(src, dst, n); return;
     case WeightType::Q4_0: quantize_q4_0(src, dst, n); return;
+    case WeightType::Q4_K: quantize_q4_k(src, dst, n); return;
+    case WeightType::Q5_K: quantize_q5_k(src, dst, n); return;
+    case WeightType::Q6_K: quantize_q6_k(src, dst, n); return;
+    case WeightType::Q8_K: quantize_q8_k(src, dst, n); return;
     default: unsupported(t);
   }
 }
@@ -161,6 +193,10 @@ void dequantize_row(WeightType t, const std::byte* src, float* dst, std::size_t 
       return;
     case WeightType::Q8_0: dequantize_q8_0(src, dst, n); return;
     case WeightType::Q4_0: dequantize_q4_0(src, dst, n); return;
+    case WeightType::Q4_K: dequantize_q4_k(src, dst, n); return;
+    case WeightType::Q5_K: dequantize_q5_k(src, dst, n); return;
+    case WeightType::Q6_K: dequantize_q6_k(src, dst, n); return;
+    case WeightType::Q8_K: dequantize_q8_k(src, dst, n); return;
     default: unsupported(t);
   }
 }

@@ -25,6 +25,16 @@ struct VecKernels {
   // row r alone: only the loop order differs.
   void (*dot4_q8_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   void (*dot4_q4_0)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  // Row of n/256 Q4_K / Q5_K / Q6_K super-blocks times n/256 Q8_K blocks (quants
+  // in [-127, 127]). Each super-block's integer sums are exact and its float
+  // steps are those of kquant_blocks.h, so unlike the others these return
+  // bitwise the same on every path. dot4_* as above.
+  float (*dot_q4_k)(const std::byte* w, const std::byte* xq, std::size_t n);
+  float (*dot_q5_k)(const std::byte* w, const std::byte* xq, std::size_t n);
+  float (*dot_q6_k)(const std::byte* w, const std::byte* xq, std::size_t n);
+  void (*dot4_q4_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_q5_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_q6_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   // y[i] += a * v[i] for v stored as f32 / f16.
   void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
   void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);
@@ -37,5 +47,7 @@ inline const VecKernels& active_vec_kernels() { return vec_kernels(active_kernel
 const VecKernels& scalar_vec_kernels();
 const VecKernels& avx2_vec_kernels();
 const VecKernels& avx512_vec_kernels();
+// The AVX-512 table with the k-quant dots using VNNI (vpdpwssd).
+const VecKernels& avx512_vnni_vec_kernels();
 
 }  // namespace clm

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
 #include "util/half.h"
@@ -188,8 +189,14 @@ void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) 
 void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF32{}); }
 void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF16{}); }
 
+inline __m512i scaled_add(__m512i acc, __m512i pairs, __m512i scales) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, scales));
+}
+
 }  // namespace
 }  // namespace clm
+
+#include "kernels/kquant_dot_avx512.h"
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
@@ -198,7 +205,21 @@ namespace clm {
 
 // Outside the target region: callable on any CPU, it only hands out addresses.
 const VecKernels& avx512_vec_kernels() {
-  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4_q8_0, dot4_q4_0, axpy_f32, axpy_f16};
+  static constexpr VecKernels k{.dot_f32 = dot_f32,
+                                .dot_f16 = dot_f16,
+                                .dot_bf16 = dot_bf16,
+                                .dot_q8_0 = dot_q8_0,
+                                .dot_q4_0 = dot_q4_0,
+                                .dot4_q8_0 = dot4_q8_0,
+                                .dot4_q4_0 = dot4_q4_0,
+                                .dot_q4_k = dot_q4_k,
+                                .dot_q5_k = dot_q5_k,
+                                .dot_q6_k = dot_q6_k,
+                                .dot4_q4_k = dot4_q4_k,
+                                .dot4_q5_k = dot4_q5_k,
+                                .dot4_q6_k = dot4_q6_k,
+                                .axpy_f32 = axpy_f32,
+                                .axpy_f16 = axpy_f16};
   return k;
 }
 

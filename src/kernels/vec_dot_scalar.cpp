@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
 #include "util/half.h"
@@ -81,6 +82,67 @@ float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
   return sum;
 }
 
+// The k-quant references read each element's code the way the format defines
+// it and sum plain integer products; the SIMD paths must reach the same
+// integers by other routes (activation block sums, pair sums).
+inline const int8_t* q8k_values(const std::byte* xb) {
+  return reinterpret_cast<const int8_t*>(xb + offsetof(BlockQ8_K, qs));
+}
+
+template <bool kFifthBit, class Block>
+float dot_k_min(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
+    Block blk;
+    std::memcpy(&blk, w + b * sizeof blk, sizeof blk);
+    const std::byte* xb = xq + b * sizeof(BlockQ8_K);
+    const int8_t* x = q8k_values(xb);
+    uint8_t sc[8], mn[8];
+    unpack_k_scales(blk.scales, sc, mn);
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t dot = 0, xsum = 0;
+      for (int l = 0; l < 32; ++l) {
+        int32_t q = (blk.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15;
+        if constexpr (kFifthBit) q |= ((blk.qh[l] >> j) & 1) << 4;
+        dot += q * x[32 * j + l];
+        xsum += x[32 * j + l];
+      }
+      isum += sc[j] * dot;
+      msum += mn[j] * xsum;
+    }
+    sum = accumulate_k_min(sum, f16_to_f32(blk.d), f16_to_f32(blk.dmin), load_field<float>(xb), isum, msum);
+  }
+  return sum;
+}
+
+float dot_q4_k(const std::byte* w, const std::byte* xq, std::size_t n) { return dot_k_min<false, BlockQ4_K>(w, xq, n); }
+float dot_q5_k(const std::byte* w, const std::byte* xq, std::size_t n) { return dot_k_min<true, BlockQ5_K>(w, xq, n); }
+
+float dot_q6_k(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float sum = 0.0f;
+  for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
+    BlockQ6_K blk;
+    std::memcpy(&blk, w + b * sizeof blk, sizeof blk);
+    const std::byte* xb = xq + b * sizeof(BlockQ8_K);
+    const int8_t* x = q8k_values(xb);
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t dot = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int e = 16 * j + i;             // element index in the super-block
+        const int h = e / 128, l = e % 32, quarter = (e % 128) / 32;
+        const int lo = (blk.ql[64 * h + l + 32 * (quarter & 1)] >> (4 * (quarter >> 1))) & 15;
+        const int hi = (blk.qh[32 * h + l] >> (2 * quarter)) & 3;
+        dot += ((lo | (hi << 4)) - 32) * x[e];
+      }
+      isum += blk.scales[j] * dot;
+    }
+    sum = accumulate_k_sym(sum, f16_to_f32(blk.d), load_field<float>(xb), isum);
+  }
+  return sum;
+}
+
 // The reference has no tiling: four independent dots.
 template <float (*Dot)(const std::byte*, const std::byte*, std::size_t)>
 void dot4(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
@@ -97,7 +159,21 @@ void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
 }  // namespace
 
 const VecKernels& scalar_vec_kernels() {
-  static constexpr VecKernels k{dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot4<dot_q8_0>, dot4<dot_q4_0>, axpy_f32, axpy_f16};
+  static constexpr VecKernels k{.dot_f32 = dot_f32,
+                                .dot_f16 = dot_f16,
+                                .dot_bf16 = dot_bf16,
+                                .dot_q8_0 = dot_q8_0,
+                                .dot_q4_0 = dot_q4_0,
+                                .dot4_q8_0 = dot4<dot_q8_0>,
+                                .dot4_q4_0 = dot4<dot_q4_0>,
+                                .dot_q4_k = dot_q4_k,
+                                .dot_q5_k = dot_q5_k,
+                                .dot_q6_k = dot_q6_k,
+                                .dot4_q4_k = dot4<dot_q4_k>,
+                                .dot4_q5_k = dot4<dot_q5_k>,
+                                .dot4_q6_k = dot4<dot_q6_k>,
+                                .axpy_f32 = axpy_f32,
+                                .axpy_f16 = axpy_f16};
   return k;
 }
 
@@ -105,6 +181,7 @@ const VecKernels& vec_kernels(KernelPath p) {
   switch (p) {
     case KernelPath::Avx2: return avx2_vec_kernels();
     case KernelPath::Avx512: return avx512_vec_kernels();
+    case KernelPath::Avx512Vnni: return avx512_vnni_vec_kernels();
     case KernelPath::Scalar: break;
   }
   return scalar_vec_kernels();

@@ -28,7 +28,10 @@ class Binder {
     const auto info = weight_type_info(static_cast<uint32_t>(t->type));
     if (!info || !info->supported)
       return fail("model: tensor " + name + " has type " + std::string(weight_type_name(t->type)) +
-                  ", which this engine cannot compute with (supported: F32, F16, BF16, Q8_0, Q4_0)");
+                  ", which this engine cannot compute with (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K)");
+    if (static_cast<std::size_t>(cols) % info->block_elems != 0)
+      return fail("model: tensor " + name + " has " + std::to_string(cols) + " columns, not a multiple of the " +
+                  std::to_string(info->block_elems) + "-element blocks of " + std::string(info->name));
     return WeightMatrix{t->type, t->data, rows, cols, row_bytes(t->type, static_cast<std::size_t>(cols))};
   }
 

@@ -48,10 +48,12 @@ TEST(Cli, StreamsTextWithPromptEcho) {
 TEST(Cli, MakeModelThenInfoAndRunForEveryArchAndType) {
   const std::string dir = test::temp_dir();
   for (const std::string arch : {"llama", "qwen2"}) {
-    for (const std::string type : {"f16", "q8_0", "q4_0"}) {
+    for (const std::string type : {"f16", "q8_0", "q4_0", "q4_k"}) {
       const std::string path = dir + "/" + arch + "-" + type + ".gguf";
+      // The k-quants need rows of whole 256-element super-blocks.
+      const std::string shape = type == "q4_k" ? " --embd 256 --ff 256" : "";
       auto made = run_command(cli() + " make-model -o " + shell_quote(path) + " --arch " + arch + " --type " + type +
-                              " --kv-heads 2");
+                              " --kv-heads 2" + shape);
       ASSERT_EQ(made.exit_code, 0) << made.err;
       auto info = run_command(cli() + " info " + shell_quote(path));
       ASSERT_EQ(info.exit_code, 0) << info.err;
@@ -151,6 +153,34 @@ TEST(CliBench, MemoryBenchReportsBandwidth) {
   EXPECT_EQ(j["threads"], 1);
   EXPECT_GT(j["read_gb_per_s"]["median"].get<double>(), 0.1);
   EXPECT_GE(j["read_gb_per_s"]["max"].get<double>(), j["read_gb_per_s"]["min"].get<double>());
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliBench, DialogueBenchShowsReuseAndSharing) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command(cli() + " bench dialogue -m " + test::shell_quote(model) +
+                                   " --history 120 --question 8 -r 1 --sessions 3 --system-tokens 70 --turns 2"
+                                   " --user-tokens 5 --reply-tokens 4 -t 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // The cold run leaves BOS + 120 + 8 tokens: 4 full blocks of 32 cached.
+  // The warm run reuses the whole history (3 shared blocks and 25 tokens
+  // copied from the fourth) and at most the turn marker of its question.
+  EXPECT_GE(j["ttft"]["warm_cached_tokens"].get<int>(), 121);
+  EXPECT_LT(j["ttft"]["warm_cached_tokens"].get<int>(), 121 + 8);
+  const auto& with = j["sessions"]["with_sharing"];
+  const auto& without = j["sessions"]["without_sharing"];
+  EXPECT_EQ(with["generated_tokens"], 3 * 2 * 4);
+  EXPECT_EQ(without["generated_tokens"], 3 * 2 * 4);
+  EXPECT_GT(with["cached_tokens"].get<int>(), 0);
+  EXPECT_EQ(without["cached_tokens"], 0);
+  EXPECT_LT(with["peak_kv_blocks"].get<int>(), without["peak_kv_blocks"].get<int>());
+  EXPECT_LE(j["sessions"]["memory_with_over_ideal"].get<double>(), 1.1);
 }
 
 }  // namespace

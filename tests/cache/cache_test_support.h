@@ -50,9 +50,17 @@ inline std::vector<int32_t> iota_tokens(int32_t first, int n) {
   return v;
 }
 
+// Most manager tests are about the whole-block index; partial-block reuse
+// (which copies into a fresh block inside begin) has tests of its own.
+inline CacheOptions whole_blocks_only() {
+  CacheOptions o;
+  o.partial_block_reuse = false;
+  return o;
+}
+
 class CacheHarness {
  public:
-  explicit CacheHarness(std::size_t n_blocks, CacheOptions options = {}) {
+  explicit CacheHarness(std::size_t n_blocks, CacheOptions options = whole_blocks_only()) {
     auto pool = KvPool::create(tiny_geometry(), n_blocks);
     CLM_CHECK(pool.has_value(), "test pool");
     pool_ = std::move(*pool);

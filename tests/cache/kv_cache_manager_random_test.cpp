@@ -329,7 +329,7 @@ class RandomWorkload {
 TEST(KvCacheManagerRandom, MatchesReferenceModel) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    RandomWorkload w(seed, {});
+    RandomWorkload w(seed, testing_support::whole_blocks_only());
     w.run(4000);
     // The workload must have exercised what it checks.
     EXPECT_GT(w.stats().blocks_hit, 100u);
@@ -341,7 +341,7 @@ TEST(KvCacheManagerRandom, MatchesReferenceModel) {
 
 TEST(KvCacheManagerRandom, MatchesReferenceModelUnderHashCollisions) {
   // Four possible keys: nearly every block collides with another.
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.key_function = [](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
     return block_key(parent, tokens, context) % 4;
   };
@@ -354,11 +354,11 @@ TEST(KvCacheManagerRandom, MatchesReferenceModelUnderHashCollisions) {
 }
 
 TEST(KvCacheManagerRandom, MatchesReferenceModelWithHotBlocksAndNoCaching) {
-  CacheOptions hot;
+  CacheOptions hot = testing_support::whole_blocks_only();
   hot.hot_after_hits = 1;
   RandomWorkload a(6, hot);
   a.run(3000);
-  CacheOptions off;
+  CacheOptions off = testing_support::whole_blocks_only();
   off.prefix_caching = false;
   RandomWorkload b(7, off);
   b.run(2000);
@@ -368,3 +368,4 @@ TEST(KvCacheManagerRandom, MatchesReferenceModelWithHotBlocksAndNoCaching) {
 
 }  // namespace
 }  // namespace clm
+

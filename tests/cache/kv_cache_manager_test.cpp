@@ -142,7 +142,7 @@ TEST(KvCacheManager, BlockKeyCoversParentTokensFingerprintAndNamespace) {
 
 TEST(KvCacheManager, KeysUseTheManagersFingerprint) {
   std::vector<KeyContext> seen;
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.key_function = [&seen](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
     seen.push_back(context);
     return block_key(parent, tokens, context);
@@ -183,7 +183,7 @@ TEST(KvCacheManager, DifferenceInBlockKSharesOnlyEarlierBlocks) {
 }
 
 TEST(KvCacheManager, DisabledPrefixCachingSharesNothing) {
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.prefix_caching = false;
   CacheHarness h(8, options);
   const auto prompt = iota_tokens(1, 9);
@@ -364,7 +364,7 @@ TEST(KvCacheManager, EvictsLeastRecentlyUsedFirst) {
 }
 
 TEST(KvCacheManager, EvictsNormalLevelBeforeHot) {
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.hot_after_hits = 2;
   CacheHarness h(5, options);
   for (int i = 0; i < 3; ++i) {  // computed once, then hit twice: hot
@@ -515,7 +515,7 @@ TEST(KvCacheManager, AvailableBlocksIsExact) {
 // ---- hash collisions ----
 
 TEST(KvCacheManager, CollidingKeysNeverGiveAFalseHit) {
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
   CacheHarness h(8, options);
   const auto prompt = iota_tokens(1, 9);
@@ -551,7 +551,7 @@ TEST(KvCacheManager, CollidingKeysNeverGiveAFalseHit) {
 
 TEST(KvCacheManager, CollidingKeysNeverShareAcrossNamespaces) {
   // A first block has no parent: only the namespace tells the two apart.
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
   CacheHarness h(8, options);
   const auto prompt = iota_tokens(1, 5);
@@ -568,7 +568,7 @@ TEST(KvCacheManager, CollidingKeysNeverShareAcrossNamespaces) {
 TEST(KvCacheManager, KeyIgnoringTheParentStillNeedsTheWholePrefix) {
   // A weak key (tokens only) collides whenever a block recurs after another
   // prefix; the stored parent must tell them apart.
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.key_function = [](BlockKey, std::span<const int32_t> tokens, const KeyContext& context) {
     return block_key(kNoKey, tokens, context);
   };
@@ -591,7 +591,7 @@ TEST(KvCacheManager, KeyIgnoringTheParentStillNeedsTheWholePrefix) {
 // ---- time-to-live ----
 
 TEST(KvCacheManager, SweepDropsOnlyExpiredIdleBlocks) {
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.ttl_seconds = 10.0;
   CacheHarness h(12, options);
   CachedSequence a(kBlockSize), b(kBlockSize), held(kBlockSize);
@@ -624,7 +624,7 @@ TEST(KvCacheManager, SweepDropsOnlyExpiredIdleBlocks) {
 }
 
 TEST(KvCacheManager, SweepDropsAnExpiredChainWholeButKeepsLiveParents) {
-  CacheOptions options;
+  CacheOptions options = testing_support::whole_blocks_only();
   options.ttl_seconds = 10.0;
   CacheHarness h(12, options);
   const auto chain = iota_tokens(1, 3 * kBlockSize + 1);
@@ -742,6 +742,80 @@ TEST(KvCacheManager, ConcurrentTwinsAreDeduplicatedAtCommit) {
   h.cache().release(b);
   h.cache().clear_cached();
   EXPECT_EQ(h.pool().n_free(), h.pool().n_blocks());
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+using testing_support::CacheHarness;
+using testing_support::iota_tokens;
+using testing_support::kBlockSize;
+
+CacheOptions with_partial_reuse() {
+  CacheOptions o;
+  o.partial_block_reuse = true;
+  return o;
+}
+
+// A prompt that continues a cached block for only part of it reuses those
+// leading tokens by copying them into a block of its own.
+TEST(KvCachePartialReuse, CopiesTheLeadingTokensOfAPartlyMatchingBlock) {
+  CacheHarness h(16, with_partial_reuse());
+  const auto first = iota_tokens(100, 12);  // 3 full blocks
+  CachedSequence a(kBlockSize), b(kBlockSize);
+  ASSERT_EQ(h.run(a, first), 0);
+  auto second = iota_tokens(100, 6);  // block 0 whole, 2 tokens of block 1...
+  second.push_back(7);                // ...then it diverges
+  second.push_back(8);
+  EXPECT_EQ(h.cache().match_prefix(second, 0), 6);
+  ASSERT_EQ(h.run(b, second), 6);
+  EXPECT_EQ(b.table.blocks()[0], a.table.blocks()[0]);  // shared
+  EXPECT_NE(b.table.blocks()[1], a.table.blocks()[1]);  // copied, not shared
+  EXPECT_EQ(h.pool().refcount(a.table.blocks()[1]), 1);
+  EXPECT_EQ(h.cache().stats().partial_block_hits, 1u);
+  EXPECT_EQ(h.cache().stats().reused_tokens, 6u);
+  EXPECT_TRUE(h.slots_intact(a));
+  EXPECT_TRUE(h.slots_intact(b));  // the copied slots and the new ones
+  h.cache().release(b);
+  h.cache().release(a);
+  h.cache().clear_cached();
+  EXPECT_EQ(h.pool().n_free(), h.pool().n_blocks());
+}
+
+TEST(KvCachePartialReuse, NeverCoversTheLastTokenNorCrossesNamespaces) {
+  CacheHarness h(16, with_partial_reuse());
+  const auto text = iota_tokens(100, 8);
+  CachedSequence a(kBlockSize), b(kBlockSize), c(kBlockSize);
+  ASSERT_EQ(h.run(a, text), 0);
+  // The same 7 tokens again: all but the last are reused (block 0 whole, 2 copied).
+  const auto seven = iota_tokens(100, 7);
+  EXPECT_EQ(h.cache().match_prefix(seven, 0), 6);
+  EXPECT_EQ(h.cache().match_prefix(seven, 9), 0);
+  ASSERT_EQ(h.run(b, seven, 9), 0);
+  h.cache().release(a);
+  h.cache().release(b);
+  // With the source idle and the pool otherwise full, the copy still finds
+  // room without evicting its own source.
+  ASSERT_EQ(h.run(c, seven), 6);
+  EXPECT_TRUE(h.slots_intact(c));
+  h.cache().release(c);
+}
+
+TEST(KvCachePartialReuse, SkipsTheCopyWhenNoBlockCanBeHad) {
+  CacheHarness h(2, with_partial_reuse());
+  const auto text = iota_tokens(100, 8);  // both blocks
+  CachedSequence a(kBlockSize), b(kBlockSize);
+  ASSERT_EQ(h.run(a, text), 0);
+  // a holds both blocks: nothing is free or evictable, so only the shared
+  // whole block attaches and the partial copy is skipped.
+  const auto seven = iota_tokens(100, 7);
+  EXPECT_EQ(h.cache().begin(b, seven, 0), 4);
+  EXPECT_EQ(h.cache().stats().partial_block_hits, 0u);
+  h.cache().release(b);
+  h.cache().release(a);
 }
 
 }  // namespace

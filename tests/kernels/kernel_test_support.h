@@ -18,10 +18,10 @@ inline std::vector<float> random_floats(std::size_t n, unsigned seed, float lo =
 }
 
 // Every path the CPU supports. This project's reference machines have
-// AVX-512, so all three run there; elsewhere the missing ones are skipped.
+// AVX-512 with VNNI, so all four run there; elsewhere the missing ones are skipped.
 inline std::vector<KernelPath> supported_paths() {
   std::vector<KernelPath> paths;
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
     if (kernel_path_supported(p)) paths.push_back(p);
   return paths;
 }

@@ -12,10 +12,18 @@
 namespace clm {
 namespace {
 
-constexpr WeightType kTypes[] = {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0,
-                                 WeightType::Q4_0};
+constexpr WeightType kTypes[] = {WeightType::F32,  WeightType::F16,  WeightType::BF16, WeightType::Q8_0,
+                                 WeightType::Q4_0, WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K};
 
-bool quantized(WeightType t) { return t == WeightType::Q8_0 || t == WeightType::Q4_0; }
+bool quantized(WeightType t) { return activation_type(t) != WeightType::F32; }
+bool k_quant(WeightType t) { return activation_type(t) == WeightType::Q8_K; }
+
+// Column counts: odd ones for the float types, block multiples for the others.
+std::vector<int> col_sizes(WeightType t) {
+  if (k_quant(t)) return {256, 512, 768, 4096};
+  if (quantized(t)) return {32, 64, 96, 4096};
+  return {1, 32, 67, 96, 4099};
+}
 
 // A random rows x cols matrix stored as type t.
 struct TestMatrix {
@@ -39,13 +47,30 @@ struct TestMatrix {
   std::vector<std::byte> bytes;
 };
 
-// What the kernel multiplies W by: x itself, or its Q8_0 copy for quantized W.
+// What the kernel multiplies W by: x itself, or its Q8_0 / Q8_K copy for quantized W.
 std::vector<float> effective_x(WeightType t, const float* x, int cols) {
   std::vector<float> out(x, x + cols);
   if (!quantized(t)) return out;
-  std::vector<std::byte> q(row_bytes(WeightType::Q8_0, static_cast<std::size_t>(cols)));
-  quantize_row(WeightType::Q8_0, x, q.data(), out.size());
-  dequantize_row(WeightType::Q8_0, q.data(), out.data(), out.size());
+  const WeightType act = activation_type(t);
+  std::vector<std::byte> q(row_bytes(act, static_cast<std::size_t>(cols)));
+  quantize_row(act, x, q.data(), out.size());
+  dequantize_row(act, q.data(), out.data(), out.size());
+  return out;
+}
+
+// |offset| of each element's sub-block for Q4_K/Q5_K (the value of code 0,
+// read by decoding the row with every code bit cleared), else zeros. The dot
+// rounds the code part and the offset part of a super-block apart, and the
+// two may nearly cancel, so their magnitudes bound its error.
+std::vector<float> offsets(WeightType t, const std::byte* row, int cols) {
+  std::vector<float> out(static_cast<std::size_t>(cols), 0.0f);
+  if (t != WeightType::Q4_K && t != WeightType::Q5_K) return out;
+  const std::size_t bb = row_bytes(t, 256);
+  std::vector<std::byte> copy(row, row + row_bytes(t, static_cast<std::size_t>(cols)));
+  for (std::size_t b = 0; b < copy.size() / bb; ++b)
+    std::memset(copy.data() + b * bb + 16, 0, bb - 16);  // after d, dmin, scales: qh and qs
+  dequantize_row(t, copy.data(), out.data(), out.size());
+  for (float& v : out) v = std::fabs(v);
   return out;
 }
 
@@ -59,18 +84,21 @@ std::vector<float> run(const TestMatrix& m, const std::vector<float>& x, int n, 
 // Every output against a double dot of the dequantized weights with the
 // values the kernel actually multiplies. Float summation in any fixed order
 // of k terms errs by at most ~k ulps of sum |w x|; the lanes make each chain
-// cols/8 (or cols/32 block terms) long, plus a few combines. A wrong element,
-// block or scale is off by the size of a term, far beyond this.
+// cols/8 (or cols/32 block terms) long, plus a few combines. A k-quant
+// super-block adds at most four roundings (scale product, int to float, two
+// fmas) of its code and offset parts, bounded by sum (|w| + 2 |offset|) |x|.
+// A wrong element, block or scale is off by the size of a term, far beyond this.
 void expect_close_to_reference(const TestMatrix& m, const std::vector<float>& x, int n, const std::vector<float>& y) {
-  const double chain = quantized(m.type) ? m.cols / 32 + 16 : m.cols / 8 + 16;
+  const double chain = k_quant(m.type) ? m.cols / 256 * 4 + 16 : quantized(m.type) ? m.cols / 32 + 16 : m.cols / 8 + 16;
   for (int r = 0; r < n; ++r) {
     const auto xe = effective_x(m.type, x.data() + static_cast<std::size_t>(r) * m.cols, m.cols);
     for (int o = 0; o < m.rows; ++o) {
       const auto w = m.row(o);
+      const auto off = offsets(m.type, m.bytes.data() + static_cast<std::size_t>(o) * m.stride, m.cols);
       double ref = 0.0, mag = 0.0;
       for (int i = 0; i < m.cols; ++i) {
         ref += static_cast<double>(w[i]) * xe[i];
-        mag += std::fabs(static_cast<double>(w[i]) * xe[i]);
+        mag += (std::fabs(static_cast<double>(w[i])) + 2.0 * off[i]) * std::fabs(xe[i]);
       }
       const double got = y[static_cast<std::size_t>(r) * m.rows + o];
       ASSERT_NEAR(got, ref, chain * 0x1p-23 * mag + 1e-30)
@@ -83,10 +111,8 @@ TEST(Matmul, EveryTypeAndPathMatchesTheReferenceOnOddShapes) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
     for (WeightType t : kTypes) {
-      const std::vector<int> col_sizes =
-          quantized(t) ? std::vector<int>{32, 64, 96, 4096} : std::vector<int>{1, 32, 67, 96, 4099};
       for (int rows : {1, 3, 17, 65}) {
-        for (int cols : col_sizes) {
+        for (int cols : col_sizes(t)) {
           const TestMatrix m(t, rows, cols, static_cast<unsigned>(rows * 131 + cols));
           const int n = 3;
           const auto x = test::random_floats(static_cast<std::size_t>(n) * cols, static_cast<unsigned>(cols));
@@ -97,23 +123,26 @@ TEST(Matmul, EveryTypeAndPathMatchesTheReferenceOnOddShapes) {
   }
 }
 
-// The error the Q8_0 staging of x adds, bounded per element by half its step.
+// The error the Q8_0 / Q8_K staging of x adds, bounded per element by half
+// its step (Q8_0 stores d as f16, Q8_K as f32).
 TEST(Matmul, QuantizedTypesStayNearTheUnquantizedActivations) {
-  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0}) {
-    const int cols = 256;
+  for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0, WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K}) {
+    const int cols = 512;
+    const int blk = k_quant(t) ? 256 : 32;
+    const double d_rounding = k_quant(t) ? 0x1p-23 : 0x1p-10;
     const TestMatrix m(t, 9, cols, 77);
     const auto x = test::random_floats(cols, 78);
     const auto y = run(m, x, 1, 1);
     for (int o = 0; o < m.rows; ++o) {
       const auto w = m.row(o);
       double ref = 0.0, bound = 0.0;
-      for (int b = 0; b < cols / 32; ++b) {
+      for (int b = 0; b < cols / blk; ++b) {
         float amax = 0.0f;
-        for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
-        const double step = amax / 127.0 * (1.0 + 0x1p-10);  // d, with its f16 rounding
-        for (int j = 0; j < 32; ++j) {
-          ref += static_cast<double>(w[b * 32 + j]) * x[b * 32 + j];
-          bound += std::fabs(w[b * 32 + j]) * (0.5 * step + 127.0 * step * 0x1p-11);
+        for (int j = 0; j < blk; ++j) amax = std::fmax(amax, std::fabs(x[b * blk + j]));
+        const double step = amax / 127.0 * (1.0 + d_rounding);
+        for (int j = 0; j < blk; ++j) {
+          ref += static_cast<double>(w[b * blk + j]) * x[b * blk + j];
+          bound += std::fabs(w[b * blk + j]) * (0.5 * step + 127.0 * step * d_rounding);
         }
       }
       EXPECT_NEAR(y[o], ref, bound + 1e-4) << weight_type_name(t) << " o=" << o;
@@ -127,7 +156,7 @@ TEST(Matmul, OutputsAreBitwiseIndependentOfBatchAndThreads) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
     for (WeightType t : kTypes) {
-      for (int cols : {quantized(t) ? 96 : 67, quantized(t) ? 4096 : 4099}) {
+      for (int cols : {col_sizes(t)[2], col_sizes(t).back()}) {
         const TestMatrix m(t, 17, cols, 5);
         const auto target = test::random_floats(static_cast<std::size_t>(cols), 6);
         const auto alone = run(m, target, 1, 1);
@@ -151,10 +180,11 @@ TEST(Matmul, OutputsAreBitwiseIndependentOfBatchAndThreads) {
 }
 
 // Each SIMD path against the scalar reference on the same inputs: not bitwise
-// (the reduction trees differ) but within twice the reference bound.
+// (the reduction trees differ) but within twice the reference bound; the
+// k-quant dots share their float steps, so for them bitwise.
 TEST(Matmul, SimdPathsAgreeWithScalar) {
   for (WeightType t : kTypes) {
-    const int cols = quantized(t) ? 4096 : 4099;
+    const int cols = col_sizes(t).back();
     const TestMatrix m(t, 33, cols, 11);
     const int n = 4;
     const auto x = test::random_floats(static_cast<std::size_t>(n) * cols, 12);
@@ -167,6 +197,11 @@ TEST(Matmul, SimdPathsAgreeWithScalar) {
       if (path == KernelPath::Scalar) continue;
       test::ScopedKernelPath scoped(path);
       const auto y = run(m, x, n, 3);
+      if (k_quant(t)) {
+        EXPECT_EQ(std::memcmp(y.data(), scalar.data(), y.size() * sizeof(float)), 0)
+            << weight_type_name(t) << " " << kernel_path_name(path);
+        continue;
+      }
       for (std::size_t i = 0; i < y.size(); ++i)
         ASSERT_NEAR(y[i], scalar[i], 2e-4 * (1.0 + std::fabs(scalar[i])))
             << weight_type_name(t) << " " << kernel_path_name(path) << " i=" << i;

@@ -30,7 +30,13 @@ TEST(Quantize, RowBytesFollowTheBlockGeometry) {
   EXPECT_EQ(row_bytes(WeightType::Q8_0, 96), 3u * 34u);
   EXPECT_EQ(row_bytes(WeightType::Q4_0, 96), 3u * 18u);
   EXPECT_TRUE(is_compute_type(WeightType::Q4_0));
-  EXPECT_FALSE(is_compute_type(WeightType::Q4_K));
+  EXPECT_EQ(row_bytes(WeightType::Q4_K, 512), 2u * 144u);
+  EXPECT_EQ(row_bytes(WeightType::Q5_K, 512), 2u * 176u);
+  EXPECT_EQ(row_bytes(WeightType::Q6_K, 512), 2u * 210u);
+  EXPECT_EQ(row_bytes(WeightType::Q8_K, 512), 2u * 292u);
+  EXPECT_TRUE(is_compute_type(WeightType::Q6_K));
+  EXPECT_FALSE(is_compute_type(WeightType::Q2_K));
+  EXPECT_FALSE(is_compute_type(WeightType::Q8_K));
 }
 
 TEST(Quantize, F32IsExact) {
