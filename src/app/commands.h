@@ -10,6 +10,7 @@ void register_run_command(CLI::App& app, int& exit_code);
 void register_info_command(CLI::App& app, int& exit_code);
 void register_make_model_command(CLI::App& app, int& exit_code);
 void register_bench_command(CLI::App& app, int& exit_code);
+void register_chat_command(CLI::App& app, int& exit_code);
 void register_serve_command(CLI::App& app, int& exit_code);
 
 }  // namespace clm

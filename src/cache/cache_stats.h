@@ -23,6 +23,7 @@ struct CacheStats {
   std::size_t block_bytes = 0;
   // Lifetime of cached blocks.
   uint64_t blocks_ever_cached = 0;       // registered in the prefix index
+  uint64_t tails_kept = 0;               // partly filled last blocks kept for partial reuse
   uint64_t cached_blocks_hit = 0;        // of those, hit at least once
   uint64_t evictions_capacity = 0;       // dropped to make room
   uint64_t evictions_ttl = 0;            // dropped after their time-to-live

@@ -80,8 +80,9 @@ std::pair<BlockId, int> KvCacheManager::best_partial(BlockKey parent, uint64_t c
     const BlockId id = it->second;
     if (meta(id).cache_namespace != cache_namespace) continue;
     const int32_t* stored = block_tokens_.data() + static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_);
+    const std::size_t n = std::min(limit, static_cast<std::size_t>(meta(id).n_tokens));
     std::size_t k = 0;
-    while (k < limit && stored[k] == rest[k]) ++k;
+    while (k < n && stored[k] == rest[k]) ++k;
     if (static_cast<int>(k) > best.second) best = {id, static_cast<int>(k)};
   }
   return best;
@@ -228,19 +229,46 @@ void KvCacheManager::commit(CachedSequence& seq) {
       ++counters_.blocks_deduplicated;
       continue;
     }
-    m.key = key;
-    m.parent = parent;
-    m.cache_namespace = seq.context.cache_namespace;
-    m.parent_block = parent_block;
-    m.hits = 0;
-    m.level = Level::Normal;
-    m.last_access = now();
-    std::copy(tokens.begin(), tokens.end(), block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * bs));
-    index_[key] = id;
-    children_.emplace(parent, id);
-    if (parent_block != kNoBlock) ++meta(parent_block).cached_children;
+    register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
     ++counters_.blocks_ever_cached;
   }
+}
+
+void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_key, BlockId parent_block,
+                                    std::span<const int32_t> tokens, uint64_t cache_namespace) {
+  Meta& m = meta(id);
+  m.key = key;
+  m.parent = parent_key;
+  m.cache_namespace = cache_namespace;
+  m.parent_block = parent_block;
+  m.n_tokens = static_cast<int32_t>(tokens.size());
+  m.hits = 0;
+  m.level = Level::Normal;
+  m.last_access = now();
+  std::copy(tokens.begin(), tokens.end(),
+            block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_)));
+  index_[key] = id;
+  children_.emplace(parent_key, id);
+  if (parent_block != kNoBlock) ++meta(parent_block).cached_children;
+}
+
+void KvCacheManager::keep_tail(CachedSequence& seq) {
+  const BlockTable& t = seq.table;
+  const int n_tail = t.n_slots() % block_size_;
+  const std::size_t b = static_cast<std::size_t>(t.n_slots() / block_size_);
+  if (!options_.prefix_caching || !options_.partial_block_reuse || n_tail == 0 || b >= t.blocks().size()) return;
+  const BlockId id = t.blocks()[b];
+  // Only a block of its own, under a registered chain, with room unknown to
+  // anyone else; a key hashed over fewer tokens never equals a full block's.
+  if (pool_.refcount(id) != 1 || meta(id).key != kNoKey || seq.keys.size() != b) return;
+  const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
+  const BlockKey parent = b == 0 ? kNoKey : seq.keys[b - 1];
+  if (parent_block != kNoBlock && meta(parent_block).key != parent) return;
+  const auto tokens = t.block_tokens(b);
+  const BlockKey key = key_of(parent, tokens, seq.context);
+  if (index_.count(key) != 0) return;  // the same tail is kept already
+  register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
+  ++counters_.tails_kept;
 }
 
 void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
@@ -262,6 +290,7 @@ void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
 }
 
 void KvCacheManager::release(CachedSequence& seq) {
+  keep_tail(seq);
   const auto& blocks = seq.table.blocks();
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
     if (pool_.release(*it) == 0) on_idle(*it);

@@ -80,6 +80,8 @@ class KvCacheManager {
   void fork(const CachedSequence& from, CachedSequence& to);
   // Ends a sequence: registered blocks stay resident and reusable, others
   // are freed. The tail goes first so leaves are evicted before parents.
+  // With partial-block reuse, a partly filled last block is kept too (its
+  // leading tokens can be copied by a later prompt that continues them).
   void release(CachedSequence& seq);
   // Drops idle cached blocks idle for longer than the TTL; returns how many.
   std::size_t sweep_expired();
@@ -95,6 +97,7 @@ class KvCacheManager {
     BlockKey parent = kNoKey;
     uint64_t cache_namespace = 0;
     BlockId parent_block = kNoBlock;
+    int32_t n_tokens = 0;  // tokens held: block_size, or fewer for a kept tail
     uint32_t hits = 0;
     int32_t cached_children = 0;  // registered blocks naming this one as parent
     double last_access = 0.0;
@@ -110,6 +113,11 @@ class KvCacheManager {
   // tokens with `rest` (at most a block), and that length.
   std::pair<BlockId, int> best_partial(BlockKey parent, uint64_t cache_namespace, std::span<const int32_t> rest) const;
   void attach_partial(CachedSequence& seq, std::span<const int32_t> prompt);
+  // Registers a block under `parent_key` / `parent_block` holding `tokens`.
+  void register_block(BlockId id, BlockKey key, BlockKey parent_key, BlockId parent_block,
+                      std::span<const int32_t> tokens, uint64_t cache_namespace);
+  // At release: keeps a partly filled last block for partial reuse.
+  void keep_tail(CachedSequence& seq);
   BlockId allocate_block();  // free stack first, then eviction
   BlockId evict_one();
   void unregister(BlockId id);

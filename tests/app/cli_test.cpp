@@ -185,3 +185,35 @@ TEST(CliBench, DialogueBenchShowsReuseAndSharing) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(CliChat, SecondTurnReusesTheFirstFromTheCache) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command("printf 'Tell me a story\\nAnd then?\\n/stats\\n' | " + cli() + " chat -m " +
+                                   test::shell_quote(model) + " --temp 0 -n 12");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Two replies were printed, and the second turn's prompt came mostly from the cache.
+  EXPECT_NE(r.err.find("chat format: plain"), std::string::npos) << r.err;
+  const auto first = r.err.find(" reused from the cache");
+  ASSERT_NE(first, std::string::npos) << r.err;
+  const auto second = r.err.find(" reused from the cache", first + 1);
+  ASSERT_NE(second, std::string::npos) << r.err;
+  const auto line_start = r.err.rfind('[', second);
+  const std::string line = r.err.substr(line_start, second - line_start);
+  int prompt_tokens = 0, reused = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(), "[%d prompt tokens: %d", &prompt_tokens, &reused), 2) << line;
+  EXPECT_GT(reused, prompt_tokens / 2) << line;
+  EXPECT_NE(r.err.find("[cache: "), std::string::npos);
+}
+
+TEST(CliChat, UnknownFormatIsRefused) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command("echo hi | " + cli() + " chat -m " + test::shell_quote(model) + " --chat-format nope");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace clm

@@ -820,3 +820,40 @@ TEST(KvCachePartialReuse, SkipsTheCopyWhenNoBlockCanBeHad) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+using testing_support::CacheHarness;
+using testing_support::iota_tokens;
+using testing_support::kBlockSize;
+
+// A conversation's next turn continues the previous sequence, whose last
+// block was only partly filled: that tail is kept at release and its tokens
+// are copied, so the next turn computes only what is new.
+TEST(KvCachePartialReuse, KeepsAPartlyFilledTailForTheNextTurn) {
+  CacheOptions o;
+  o.partial_block_reuse = true;
+  CacheHarness h(8, o);
+  const auto turn1 = iota_tokens(100, 6);  // 1 full block + 2 tokens
+  CachedSequence a(kBlockSize), b(kBlockSize);
+  ASSERT_EQ(h.run(a, turn1), 0);
+  const BlockId tail = a.table.blocks()[1];
+  h.cache().release(a);
+  EXPECT_EQ(h.cache().stats().tails_kept, 1u);
+  EXPECT_FALSE(h.pool().is_free(tail));  // kept, idle, evictable
+  EXPECT_EQ(h.cache().stats().blocks_cached, 2u);
+  auto turn2 = turn1;
+  for (int32_t t : {7, 8, 9}) turn2.push_back(t);
+  EXPECT_EQ(h.cache().match_prefix(turn2, 0), 6);
+  ASSERT_EQ(h.run(b, turn2), 6);
+  EXPECT_NE(b.table.blocks()[1], tail);  // copied, not shared
+  EXPECT_TRUE(h.slots_intact(b));
+  h.cache().release(b);
+  // Tails are ordinary idle cached blocks: everything can still be reclaimed.
+  h.cache().clear_cached();
+  EXPECT_EQ(h.pool().n_free(), h.pool().n_blocks());
+}
+
+}  // namespace
+}  // namespace clm

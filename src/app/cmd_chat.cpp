@@ -1,0 +1,124 @@
+// `clmcache chat`: an interactive multi-turn chat in the terminal, using the
+// model's chat template. After each reply it prints how many prompt tokens
+// came from the prefix cache and how many were computed, and the time to the
+// first token, so the cache's work is visible turn by turn.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/cli_flags.h"
+#include "app/commands.h"
+#include "app/stop_strings.h"
+#include "model/chat_template.h"
+
+namespace clm {
+
+namespace {
+
+struct ChatFlags {
+  EngineFlags engine;
+  SamplerParams sampler;
+  int n_predict = 256;
+  std::string format = "auto";
+  std::string system;
+};
+
+void print_help() {
+  std::fprintf(stderr, "commands: /reset (forget the conversation), /stats (cache counters), /exit\n");
+}
+
+void print_stats(const EngineCacheStats& s) {
+  const CacheStats& c = s.cache;
+  std::fprintf(stderr,
+               "[cache: %llu of %llu prompt tokens reused (%.0f%%), block hit rate %.0f%%, blocks used %zu / cached %zu "
+               "/ free %zu, %.1f MiB]\n",
+               static_cast<unsigned long long>(c.reused_tokens), static_cast<unsigned long long>(c.prompt_tokens),
+               c.token_hit_rate() * 100, c.block_hit_rate() * 100, c.blocks_used, c.blocks_cached, c.blocks_free,
+               c.memory_used_mb());
+}
+
+int chat(ChatFlags& f) {
+  auto engine = load_engine(f.engine);
+  if (!engine) return 1;
+  const Tokenizer& tok = engine->model().tokenizer();
+  ChatFormat format;
+  if (f.format == "auto") {
+    format = detect_chat_format(engine->model().file(), tok);
+  } else {
+    auto parsed = parse_chat_format(f.format);
+    if (!parsed) {
+      std::fprintf(stderr, "clmcache: %s\n", parsed.error().message.c_str());
+      return 1;
+    }
+    format = *parsed;
+  }
+  std::fprintf(stderr, "chat format: %s. ", std::string(chat_format_name(format)).c_str());
+  print_help();
+
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  const std::size_t keep = messages.size();
+  std::string line;
+  for (;;) {
+    std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line) || line == "/exit") break;
+    if (line.empty()) continue;
+    if (line == "/reset") {
+      messages.resize(keep);
+      continue;
+    }
+    if (line == "/stats") {
+      print_stats(engine->cache_stats());
+      continue;
+    }
+    if (line[0] == '/') {
+      print_help();
+      continue;
+    }
+    messages.push_back({"user", line});
+    const std::string prompt = render_chat(format, messages, /*add_generation_prompt=*/true);
+    const std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+
+    GenerateOptions options;
+    options.max_tokens = f.n_predict;
+    options.sampler = f.sampler;
+    StreamDecoder decoder(tok);
+    StopStringFilter stops(chat_stop_strings(format));
+    std::string reply;
+    auto stats = engine->generate(ids, options, [&](const GeneratedToken& t) {
+      const std::string out = stops.push(decoder.push(t.id));
+      reply += out;
+      std::cout << out << std::flush;
+      return !stops.stopped();
+    });
+    if (!stats) {
+      std::fprintf(stderr, "\nclmcache: %s\n", stats.error().message.c_str());
+      messages.pop_back();
+      continue;
+    }
+    const std::string rest = stops.stopped() ? "" : stops.push(decoder.flush()) + stops.flush();
+    reply += rest;
+    std::cout << rest << "\n";
+    messages.push_back({"assistant", reply});
+    std::fprintf(stderr, "[%d prompt tokens: %d reused from the cache, %d computed; first token after %.1f ms; %d generated]\n",
+                 stats->prompt_tokens, stats->cached_tokens, stats->prompt_tokens - stats->cached_tokens,
+                 stats->time_to_first_token_s * 1e3, stats->generated_tokens);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_chat_command(CLI::App& app, int& exit_code) {
+  auto f = std::make_shared<ChatFlags>();
+  CLI::App* cmd = app.add_subcommand("chat", "interactive multi-turn chat with the model's chat template");
+  add_engine_flags(*cmd, f->engine);
+  add_sampler_flags(*cmd, f->sampler);
+  cmd->add_option("-n,--n-predict", f->n_predict, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--chat-format", f->format, "auto, llama2, llama3, chatml, zephyr or plain");
+  cmd->add_option("--system", f->system, "system message at the start of the conversation");
+  cmd->callback([f, &exit_code] { exit_code = chat(*f); });
+}
+
+}  // namespace clm
