@@ -65,12 +65,14 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   const auto* xb = reinterpret_cast<const std::byte*>(x);
   const std::size_t x_stride = cols * sizeof(float);
 
-  auto float_dot = [&](float (*dot)(const std::byte*, const float*, std::size_t)) {
+  using FloatDot = float (*)(const std::byte*, const float*, std::size_t);
+  using FloatDot4 = void (*)(const std::byte*, const float*, std::size_t, std::size_t, float*);
+  auto float_dot = [&](FloatDot dot, FloatDot4 dot4) {
     auto one = [dot](const std::byte* wr, const std::byte* xr, std::size_t c) {
       return dot(wr, reinterpret_cast<const float*>(xr), c);
     };
-    auto four = [one](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
-      for (std::size_t j = 0; j < 4; ++j) out[j] = one(wr, xr + j * stride, c);
+    auto four = [dot4](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
+      dot4(wr, reinterpret_cast<const float*>(xr), stride / sizeof(float), c, out);
     };
     for_each_output(w, xb, x_stride, n, y, pool, one, four);
   };
@@ -86,9 +88,9 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   };
 
   switch (w.type) {
-    case WeightType::F32: float_dot(k.dot_f32); return;
-    case WeightType::F16: float_dot(k.dot_f16); return;
-    case WeightType::BF16: float_dot(k.dot_bf16); return;
+    case WeightType::F32: float_dot(k.dot_f32, k.dot4_f32); return;
+    case WeightType::F16: float_dot(k.dot_f16, k.dot4_f16); return;
+    case WeightType::BF16: float_dot(k.dot_bf16, k.dot4_bf16); return;
     case WeightType::Q8_0: quant_dot(k.dot_q8_0, k.dot4_q8_0); return;
     case WeightType::Q4_0: quant_dot(k.dot_q4_0, k.dot4_q4_0); return;
     case WeightType::Q4_K: quant_dot(k.dot_q4_k, k.dot4_q4_k); return;
