@@ -1,7 +1,6 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace clm {
 
@@ -20,27 +19,24 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long a thread polls before it sleeps: longer than the gap between two
-// loops of one forward pass (norms, rope, a single-token attention), far
-// shorter than anything a person would notice as an idle CPU. Past the first
-// stretch each poll also yields, so that on an oversubscribed machine the
-// thread we are waiting for can have this core.
-constexpr auto kSpinFor = std::chrono::microseconds(30);
-constexpr auto kYieldFor = std::chrono::microseconds(200);
-
-// Polls `done` until it holds or the bounds pass; true if it held.
+// Polls `done` up to `budget` times (a pause each) and reports whether it
+// held. The budget adapts like an adaptive mutex: it doubles (up to
+// ThreadPool::kMaxPolls) when polling paid off and halves when it did not.
+// On an idle machine the other side answers within the gap between two loops
+// of a forward pass and polls win over a futex wake-up; on an oversubscribed
+// one the thread we wait for may be queued behind us on this very core, polls
+// keep failing and the pool falls back to sleeping at once.
 template <class Pred>
-bool spin_until(Pred done) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    for (int i = 0; i < 32; ++i) {
-      if (done()) return true;
-      cpu_relax();
+bool spin_until(Pred done, int& budget) {
+  for (int i = 0; i < budget; ++i) {
+    if (done()) {
+      budget = std::min(ThreadPool::kMaxPolls, 2 * budget + 16);
+      return true;
     }
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited >= kYieldFor) return done();
-    if (waited >= kSpinFor) std::this_thread::yield();
+    cpu_relax();
   }
+  budget /= 2;
+  return done();
 }
 
 }  // namespace
@@ -82,7 +78,7 @@ void ThreadPool::run(std::size_t n, Task task, void* ctx) {
   const auto [b, e] = chunk(n, parts, 0);
   if (b < e) task(ctx, b, e);
   auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(all_done)) {
+  if (!spin_until(all_done, caller_polls_)) {
     std::unique_lock<std::mutex> lock(mu_);
     caller_sleeping_.store(true);
     done_cv_.wait(lock, all_done);
@@ -92,9 +88,10 @@ void ThreadPool::run(std::size_t n, Task task, void* ctx) {
 
 void ThreadPool::worker_loop(int index) {
   unsigned long seen = 0;
+  int polls = kMaxPolls;
   for (;;) {
     auto has_job = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load() != seen; };
-    if (!spin_until(has_job)) {
+    if (!spin_until(has_job, polls)) {
       std::unique_lock<std::mutex> lock(mu_);
       sleepers_.fetch_add(1);
       start_cv_.wait(lock, has_job);

@@ -24,6 +24,9 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
+  // Most polls a waiting thread makes before it sleeps (about 100-300 us).
+  static constexpr int kMaxPolls = 4096;
+
   // Calls fn(begin, end) on disjoint chunks covering [0, n); chunk i of size()
   // is [n*i/size(), n*(i+1)/size()), so boundaries depend only on n and the
   // pool size. Blocks until all chunks are done. Not reentrant: fn must not
@@ -46,9 +49,9 @@ class ThreadPool {
   Task task_ = nullptr;
   void* ctx_ = nullptr;
   std::size_t job_n_ = 0;
-  // Handoff in both directions spins briefly first: a decode step runs a few
+  // Handoff in both directions polls briefly first: a decode step runs a few
   // hundred short loops back to back, and a futex wake-up per loop costs as
-  // much as the loop. Past the spin bound everyone sleeps, so an idle pool
+  // much as the loop. Past the poll budget everyone sleeps, so an idle pool
   // burns no CPU.
   std::atomic<unsigned long> generation_{0};
   std::atomic<int> pending_{0};
@@ -58,6 +61,7 @@ class ThreadPool {
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
   std::atomic<bool> stop_{false};
+  int caller_polls_ = kMaxPolls;  // touched by the calling thread only
 };
 
 // Number of hardware threads, at least 1.
