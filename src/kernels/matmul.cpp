@@ -41,7 +41,8 @@ void for_each_output(const WeightMatrix& w, const std::byte* act, std::size_t ac
         }
       }
       for (; r < nn; ++r)
-        for (std::size_t o = o0; o < o1; ++o) y[r * rows + o] = dot(w.data + o * w.row_bytes, act + r * act_stride, cols);
+        for (std::size_t o = o0; o < o1; ++o)
+          y[r * rows + o] = dot(w.data + o * w.row_bytes, act + r * act_stride, cols);
     }
   });
 }

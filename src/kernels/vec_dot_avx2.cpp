@@ -76,7 +76,8 @@ void lane_dot_rows(const std::byte* w, const float* x, std::size_t x_stride, std
   }
   for (; i + 8 <= n; i += 8) {
     const __m256 wv = load(w + i * kB);
-    for (std::size_t r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * x_stride + i), acc[r][0]);
+    for (std::size_t r = 0; r < R; ++r)
+      acc[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * x_stride + i), acc[r][0]);
   }
   for (std::size_t r = 0; r < R; ++r) {
     const float* xr = x + r * x_stride;
@@ -125,8 +126,10 @@ inline __m256i unpack_q4(const std::byte* block) {
   return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
+// F16C converts exactly, as f16_to_f32 does, in one instruction instead of a
+// branchy bit shuffle: this runs once per block and row.
 inline float scale(const std::byte* wb, const std::byte* xb) {
-  return f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
+  return _cvtsh_ss(block_scale_bits(wb)) * _cvtsh_ss(block_scale_bits(xb));
 }
 
 // Even blocks into acc0, odd into acc1, combined once at the end. R activation

@@ -189,7 +189,9 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     // Feed-forward sublayer (SwiGLU).
     matmul(w.w_gate, xn, n, s_.ffn_gate.data(), pool);
     matmul(w.w_up, xn, n, s_.ffn_up.data(), pool);
-    per_token([&](std::size_t t) { silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F)); });
+    per_token([&](std::size_t t) {
+      silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F));
+    });
     matmul(w.w_down, s_.ffn_gate.data(), n, xn, pool);
     per_token([&](std::size_t t) { add_in_place(x + t * E, xn + t * E, E); });
   }
