@@ -34,54 +34,59 @@ const float* round_to_f16(const float* x, std::size_t n, float* dst) {
 
 }  // namespace
 
-void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, std::byte* const* blocks,
-                  const int32_t* slot_positions, int n_slots, int32_t query_pos, float scale, float* out,
-                  float* scratch, float* slot_mass) {
-  assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0);
+void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& g, int layer,
+                       std::byte* const* blocks, const int32_t* slot_positions, int n_slots, int32_t query_pos,
+                       float scale, float* out, float* scratch, float* slot_mass) {
+  assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
   const VecKernels& k = active_vec_kernels();
   const auto dot = g.type == KvType::F16 ? k.dot_f16 : k.dot_f32;
   const auto axpy = g.type == KvType::F16 ? k.axpy_f16 : k.axpy_f32;
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
   const std::size_t row = hd * g.elem_bytes();
   const int bs = g.block_size;
-  const int group = n_heads / g.n_kv_heads;
+  const int kvh = head / (n_heads / g.n_kv_heads);
   auto visible = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= query_pos; };
   auto slot_row = [&](int s) { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; };
 
-  for (int h = 0; h < n_heads; ++h) {
-    const int kvh = h / group;
-    const std::size_t k_off = g.k_offset(layer, kvh);
-    const std::size_t v_off = g.v_offset(layer, kvh);
-    const float* qh = q + static_cast<std::size_t>(h) * hd;
-    if (g.type == KvType::F16) qh = round_to_f16(qh, hd, scratch + n_slots);
-    float* oh = out + static_cast<std::size_t>(h) * hd;
-    std::fill(oh, oh + hd, 0.0f);
+  const std::size_t k_off = g.k_offset(layer, kvh);
+  const std::size_t v_off = g.v_offset(layer, kvh);
+  const float* qh = q + static_cast<std::size_t>(head) * hd;
+  if (g.type == KvType::F16) qh = round_to_f16(qh, hd, scratch + n_slots);
+  float* oh = out + static_cast<std::size_t>(head) * hd;
+  std::fill(oh, oh + hd, 0.0f);
 
-    float max = -std::numeric_limits<float>::infinity();
-    bool any = false;
-    for (int s = 0; s < n_slots; ++s) {
-      if (!visible(s)) continue;
-      scratch[s] = dot(slot_row(s) + k_off, qh, hd) * scale;
-      max = std::fmax(max, scratch[s]);
-      any = true;
-    }
-    if (!any) continue;
-
-    double sum = 0.0;
-    for (int s = 0; s < n_slots; ++s) {
-      if (!visible(s)) continue;
-      scratch[s] = std::exp(scratch[s] - max);
-      sum += scratch[s];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int s = 0; s < n_slots; ++s) {
-      if (!visible(s)) continue;
-      float p = scratch[s] * inv;
-      if (g.type == KvType::F16) p = f16_to_f32(f32_to_f16(p));
-      axpy(p, slot_row(s) + v_off, oh, hd);
-      if (slot_mass) slot_mass[s] += p;
-    }
+  float max = -std::numeric_limits<float>::infinity();
+  bool any = false;
+  for (int s = 0; s < n_slots; ++s) {
+    if (!visible(s)) continue;
+    scratch[s] = dot(slot_row(s) + k_off, qh, hd) * scale;
+    max = std::fmax(max, scratch[s]);
+    any = true;
   }
+  if (!any) return;
+
+  double sum = 0.0;
+  for (int s = 0; s < n_slots; ++s) {
+    if (!visible(s)) continue;
+    scratch[s] = std::exp(scratch[s] - max);
+    sum += scratch[s];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int s = 0; s < n_slots; ++s) {
+    if (!visible(s)) continue;
+    float p = scratch[s] * inv;
+    if (g.type == KvType::F16) p = f16_to_f32(f32_to_f16(p));
+    axpy(p, slot_row(s) + v_off, oh, hd);
+    if (slot_mass) slot_mass[s] += p;
+  }
+}
+
+void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, std::byte* const* blocks,
+                  const int32_t* slot_positions, int n_slots, int32_t query_pos, float scale, float* out,
+                  float* scratch, float* slot_mass) {
+  for (int h = 0; h < n_heads; ++h)
+    attend_paged_head(q, n_heads, h, g, layer, blocks, slot_positions, n_slots, query_pos, scale, out, scratch,
+                      slot_mass);
 }
 
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,

@@ -25,6 +25,14 @@ void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, s
                   const int32_t* slot_positions, int n_slots, int32_t query_pos, float scale, float* out,
                   float* scratch, float* slot_mass = nullptr);
 
+// The part of attend_paged for query head `head` alone: it writes only that
+// head's out and reads only that head's q, with the same operations, so
+// heads may be spread over threads. scratch as for attend_paged, per caller;
+// slot_mass gets that head's probabilities.
+void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& g, int layer,
+                       std::byte* const* blocks, const int32_t* slot_positions, int n_slots, int32_t query_pos,
+                       float scale, float* out, float* scratch, float* slot_mass = nullptr);
+
 // Stores one token's k, v ([n_kv_heads][head_dim] f32) at row offset_in_block
 // of `block` for `layer`, converted to g.type (f16: round to nearest even).
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,

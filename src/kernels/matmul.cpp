@@ -13,10 +13,11 @@ namespace clm {
 
 namespace {
 
-// Batch rows visited per pass over a thread's weight rows: the weight row stays
-// in L1 while this many activation rows stream past it. Only the loop order
-// changes with it, never a reduction.
-constexpr int kBatchTile = 16;
+// Loop order only; no reduction depends on it. A thread's weight rows are
+// taken in blocks of about kWeightBlockBytes, which stay in L2 while the
+// batch streams past them four activation rows at a time; those four rows
+// (a few KiB to tens of KiB) stay in L1 while the block's rows stream past.
+constexpr std::size_t kWeightBlockBytes = 128u << 10;
 
 // Dot computes one output; Dot4 four consecutive batch rows at once, bitwise
 // as Dot would (vec_dot.h promises it), so grouping rows is free to vary.
@@ -25,23 +26,23 @@ void for_each_output(const WeightMatrix& w, const std::byte* act, std::size_t ac
                      ThreadPool& pool, Dot dot, Dot4 dot4) {
   const std::size_t cols = static_cast<std::size_t>(w.cols);
   const std::size_t rows = static_cast<std::size_t>(w.rows);
+  const std::size_t nn = static_cast<std::size_t>(n);
+  const std::size_t block_rows = std::max<std::size_t>(1, kWeightBlockBytes / std::max<std::size_t>(1, w.row_bytes));
   pool.parallel_for(rows, [&](std::size_t begin, std::size_t end) {
-    for (int r0 = 0; r0 < n; r0 += kBatchTile) {
-      const int r1 = std::min(n, r0 + kBatchTile);
-      for (std::size_t o = begin; o < end; ++o) {
-        const std::byte* wrow = w.data + o * w.row_bytes;
-        int r = r0;
-        for (; r + 4 <= r1; r += 4) {
-          const std::size_t ri = static_cast<std::size_t>(r);
+    for (std::size_t o0 = begin; o0 < end; o0 += block_rows) {
+      const std::size_t o1 = std::min(end, o0 + block_rows);
+      std::size_t r = 0;
+      for (; r + 4 <= nn; r += 4) {
+        const std::byte* xr = act + r * act_stride;
+        for (std::size_t o = o0; o < o1; ++o) {
           float out[4];
-          dot4(wrow, act + ri * act_stride, act_stride, cols, out);
-          for (std::size_t j = 0; j < 4; ++j) y[(ri + j) * rows + o] = out[j];
-        }
-        for (; r < r1; ++r) {
-          const std::size_t ri = static_cast<std::size_t>(r);
-          y[ri * rows + o] = dot(wrow, act + ri * act_stride, cols);
+          dot4(w.data + o * w.row_bytes, xr, act_stride, cols, out);
+          for (std::size_t j = 0; j < 4; ++j) y[(r + j) * rows + o] = out[j];
         }
       }
+      for (; r < nn; ++r)
+        for (std::size_t o = o0; o < o1; ++o)
+          y[r * rows + o] = dot(w.data + o * w.row_bytes, act + r * act_stride, cols);
     }
   });
 }
@@ -65,12 +66,14 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   const auto* xb = reinterpret_cast<const std::byte*>(x);
   const std::size_t x_stride = cols * sizeof(float);
 
-  auto float_dot = [&](float (*dot)(const std::byte*, const float*, std::size_t)) {
+  using FloatDot = float (*)(const std::byte*, const float*, std::size_t);
+  using FloatDot4 = void (*)(const std::byte*, const float*, std::size_t, std::size_t, float*);
+  auto float_dot = [&](FloatDot dot, FloatDot4 dot4) {
     auto one = [dot](const std::byte* wr, const std::byte* xr, std::size_t c) {
       return dot(wr, reinterpret_cast<const float*>(xr), c);
     };
-    auto four = [one](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
-      for (std::size_t j = 0; j < 4; ++j) out[j] = one(wr, xr + j * stride, c);
+    auto four = [dot4](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
+      dot4(wr, reinterpret_cast<const float*>(xr), stride / sizeof(float), c, out);
     };
     for_each_output(w, xb, x_stride, n, y, pool, one, four);
   };
@@ -86,9 +89,9 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   };
 
   switch (w.type) {
-    case WeightType::F32: float_dot(k.dot_f32); return;
-    case WeightType::F16: float_dot(k.dot_f16); return;
-    case WeightType::BF16: float_dot(k.dot_bf16); return;
+    case WeightType::F32: float_dot(k.dot_f32, k.dot4_f32); return;
+    case WeightType::F16: float_dot(k.dot_f16, k.dot4_f16); return;
+    case WeightType::BF16: float_dot(k.dot_bf16, k.dot4_bf16); return;
     case WeightType::Q8_0: quant_dot(k.dot_q8_0, k.dot4_q8_0); return;
     case WeightType::Q4_0: quant_dot(k.dot_q4_0, k.dot4_q4_0); return;
     case WeightType::Q4_K: quant_dot(k.dot_q4_k, k.dot4_q4_k); return;

@@ -16,6 +16,12 @@ struct VecKernels {
   float (*dot_f32)(const std::byte* w, const float* x, std::size_t n);
   float (*dot_f16)(const std::byte* w, const float* x, std::size_t n);
   float (*dot_bf16)(const std::byte* w, const float* x, std::size_t n);
+  // Four activation rows (x_stride floats apart) against one weight row, so
+  // each weight vector is loaded and converted once for all four. out[r] is
+  // bitwise what dot_* returns for row r alone: only the loop order differs.
+  void (*dot4_f32)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_f16)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
+  void (*dot4_bf16)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
   // Row of n/32 Q8_0 or Q4_0 blocks times n/32 Q8_0 blocks of activations.
   // The activation quants must lie in [-127, 127] (what quantize_row makes).
   float (*dot_q8_0)(const std::byte* w, const std::byte* xq, std::size_t n);

@@ -68,27 +68,54 @@ struct LoadBf16 {
 
 // Four 16-lane accumulators over 64-element steps, 16-element steps into the
 // first, a fixed combine, then the tail in order: the shape depends on n only.
-template <class Load>
-float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
+// R activation rows (x_stride floats apart) share each converted weight
+// vector; every output still sees exactly the operations of the R = 1 case.
+template <std::size_t R, class Load>
+void lane_dot_rows(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out, Load load) {
   constexpr std::size_t kB = Load::kBytes;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+  __m512 acc[R][4];
+  for (std::size_t r = 0; r < R; ++r)
+    for (std::size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
   std::size_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    acc0 = _mm512_fmadd_ps(load(w + i * kB), _mm512_loadu_ps(x + i), acc0);
-    acc1 = _mm512_fmadd_ps(load(w + (i + 16) * kB), _mm512_loadu_ps(x + i + 16), acc1);
-    acc2 = _mm512_fmadd_ps(load(w + (i + 32) * kB), _mm512_loadu_ps(x + i + 32), acc2);
-    acc3 = _mm512_fmadd_ps(load(w + (i + 48) * kB), _mm512_loadu_ps(x + i + 48), acc3);
+    for (std::size_t j = 0; j < 4; ++j) {
+      const __m512 wv = load(w + (i + j * 16) * kB);
+      for (std::size_t r = 0; r < R; ++r)
+        acc[r][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * x_stride + i + j * 16), acc[r][j]);
+    }
   }
-  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load(w + i * kB), _mm512_loadu_ps(x + i), acc0);
-  float sum = hsum256(fold512(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3))));
-  for (; i < n; ++i) sum += load.scalar(w + i * kB) * x[i];
-  return sum;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 wv = load(w + i * kB);
+    for (std::size_t r = 0; r < R; ++r)
+      acc[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * x_stride + i), acc[r][0]);
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    const float* xr = x + r * x_stride;
+    const __m512 all = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
+    float sum = hsum256(fold512(all));
+    for (std::size_t t = i; t < n; ++t) sum += load.scalar(w + t * kB) * xr[t];
+    out[r] = sum;
+  }
+}
+template <class Load>
+float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
+  float out;
+  lane_dot_rows<1>(w, x, 0, n, &out, load);
+  return out;
 }
 
 float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF32{}); }
 float dot_f16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF16{}); }
 float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadBf16{}); }
+void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
+  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF32{});
+}
+void dot4_f16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
+  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF16{});
+}
+void dot4_bf16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
+  lane_dot_rows<4>(w, x, x_stride, n, out, LoadBf16{});
+}
 
 // Two blocks (64 signed bytes each side) -> 16 exact int32 partial sums, the
 // low 8 from the first block. As in the AVX2 path, |w| is the unsigned operand
@@ -116,8 +143,10 @@ inline __m256i unpack_q4(const std::byte* block) {
   return _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
 }
 
+// F16C converts exactly, as f16_to_f32 does, in one instruction instead of a
+// branchy bit shuffle: this runs once per block and row.
 inline float scale(const std::byte* wb, const std::byte* xb) {
-  return f16_to_f32(block_scale_bits(wb)) * f16_to_f32(block_scale_bits(xb));
+  return _cvtsh_ss(block_scale_bits(wb)) * _cvtsh_ss(block_scale_bits(xb));
 }
 
 // Block pairs into a 16-lane accumulator; an odd last block into an 8-lane one;
@@ -208,6 +237,9 @@ const VecKernels& avx512_vec_kernels() {
   static constexpr VecKernels k{.dot_f32 = dot_f32,
                                 .dot_f16 = dot_f16,
                                 .dot_bf16 = dot_bf16,
+                                .dot4_f32 = dot4_f32,
+                                .dot4_f16 = dot4_f16,
+                                .dot4_bf16 = dot4_bf16,
                                 .dot_q8_0 = dot_q8_0,
                                 .dot_q4_0 = dot_q4_0,
                                 .dot4_q8_0 = dot4_q8_0,

@@ -46,6 +46,12 @@ float dot_bf16(const std::byte* w, const float* x, std::size_t n) {
   return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return bf16_to_f32(load_u16(p, i)); });
 }
 
+// The reference has no tiling: four independent dots.
+template <float (*Dot)(const std::byte*, const float*, std::size_t)>
+void dot4_float(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
+  for (std::size_t r = 0; r < 4; ++r) out[r] = Dot(w, x + r * x_stride, n);
+}
+
 // Block integer dots are exact; only the per-block float terms round, summed
 // in block order.
 float dot_q8_0(const std::byte* w, const std::byte* xq, std::size_t n) {
@@ -162,6 +168,9 @@ const VecKernels& scalar_vec_kernels() {
   static constexpr VecKernels k{.dot_f32 = dot_f32,
                                 .dot_f16 = dot_f16,
                                 .dot_bf16 = dot_bf16,
+                                .dot4_f32 = dot4_float<dot_f32>,
+                                .dot4_f16 = dot4_float<dot_f16>,
+                                .dot4_bf16 = dot4_float<dot_bf16>,
                                 .dot_q8_0 = dot_q8_0,
                                 .dot_q4_0 = dot_q4_0,
                                 .dot4_q8_0 = dot4<dot_q8_0>,

@@ -106,8 +106,12 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.attn, T * Q);         // [T][n_heads][head_dim] attention output
   grow(s_.ffn_gate, T * F);     // [T][F]
   grow(s_.ffn_up, T * F);       // [T][F]
+  // A few tokens (decode) are too few to keep every thread busy, so their
+  // attention is split by head too; heads are computed alike either way.
+  const std::size_t H = static_cast<std::size_t>(c.n_heads);
+  const bool by_head = T < 4 * static_cast<std::size_t>(pool.size());
   const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
-  grow(s_.att_scores, T * att_stride);  // [T][slots + head_dim] per-token attention scratch
+  grow(s_.att_scores, (by_head ? T * H : T) * att_stride);  // [T or T*H][slots + head_dim] attention scratch
   float* x = s_.x.data();
   float* xn = s_.xn.data();
 
@@ -116,6 +120,12 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     dequantize_row(emb.type, emb.data + static_cast<std::size_t>(batch.tokens[t].token) * emb.row_bytes, x + t * E, E);
   }
 
+  // The row-wise steps between matmuls, spread over the pool by token.
+  auto per_token = [&](auto&& fn) {
+    pool.parallel_for(T, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t t = begin; t < end; ++t) fn(t);
+    });
+  };
   const bool neox = c.rope_layout == RopeLayout::NeoX;
   const float* freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -124,11 +134,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
 
     // Attention sublayer.
-    for (std::size_t t = 0; t < T; ++t) rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    per_token([&](std::size_t t) { rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E); });
     matmul(w.wq, xn, n, s_.q.data(), pool);
     matmul(w.wk, xn, n, s_.k.data(), pool);
     matmul(w.wv, xn, n, s_.v.data(), pool);
-    for (std::size_t t = 0; t < T; ++t) {
+    per_token([&](std::size_t t) {
       float* qt = s_.q.data() + t * Q;
       float* kt = s_.k.data() + t * KV;
       float* vt = s_.v.data() + t * KV;
@@ -144,26 +154,46 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       // batch or a later one, reads the same stored (possibly f16) values.
       const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
       write_kv(kt, vt, g, layer, sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)], bt.slot % g.block_size);
-    }
-    pool.parallel_for(T, [&](std::size_t begin, std::size_t end) {
-      for (std::size_t t = begin; t < end; ++t) {
-        const BatchToken& bt = batch.tokens[t];
-        const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
-        attend_paged(s_.q.data() + t * Q, c.n_heads, g, layer, sv.blocks.data(), sv.slot_positions.data(),
-                     static_cast<int>(sv.slot_positions.size()), bt.pos, scale, s_.attn.data() + t * Q,
-                     s_.att_scores.data() + t * att_stride, nullptr);
-      }
     });
+    if (by_head) {
+      pool.parallel_for(T * H, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+          const std::size_t t = i / H;
+          const BatchToken& bt = batch.tokens[t];
+          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
+          attend_paged_head(s_.q.data() + t * Q, c.n_heads, static_cast<int>(i % H), g, layer, sv.blocks.data(),
+                            sv.slot_positions.data(), static_cast<int>(sv.slot_positions.size()), bt.pos, scale,
+                            s_.attn.data() + t * Q, s_.att_scores.data() + i * att_stride, nullptr);
+        }
+      });
+    } else {
+      pool.parallel_for(T, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+          // Tokens from both ends of the batch alternate, so that under a
+          // causal mask every chunk gets a similar number of visible slots.
+          const std::size_t t = i % 2 == 0 ? i / 2 : T - 1 - i / 2;
+          const BatchToken& bt = batch.tokens[t];
+          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
+          attend_paged(s_.q.data() + t * Q, c.n_heads, g, layer, sv.blocks.data(), sv.slot_positions.data(),
+                       static_cast<int>(sv.slot_positions.size()), bt.pos, scale, s_.attn.data() + t * Q,
+                       s_.att_scores.data() + t * att_stride, nullptr);
+        }
+      });
+    }
     matmul(w.wo, s_.attn.data(), n, xn, pool);
-    add_in_place(x, xn, T * E);
+    per_token([&](std::size_t t) {
+      add_in_place(x + t * E, xn + t * E, E);
+      rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    });
 
     // Feed-forward sublayer (SwiGLU).
-    for (std::size_t t = 0; t < T; ++t) rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
     matmul(w.w_gate, xn, n, s_.ffn_gate.data(), pool);
     matmul(w.w_up, xn, n, s_.ffn_up.data(), pool);
-    silu_mul(s_.ffn_gate.data(), s_.ffn_up.data(), static_cast<int>(T * F));
+    per_token([&](std::size_t t) {
+      silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F));
+    });
     matmul(w.w_down, s_.ffn_gate.data(), n, xn, pool);
-    add_in_place(x, xn, T * E);
+    per_token([&](std::size_t t) { add_in_place(x + t * E, xn + t * E, E); });
   }
 
   // Output head, only for the rows that want logits.

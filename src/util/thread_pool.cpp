@@ -5,12 +5,40 @@
 namespace clm {
 
 namespace {
+
 // Chunk i of `parts` over [0, n): contiguous, deterministic boundaries.
 std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int i) {
   const std::size_t p = static_cast<std::size_t>(parts);
   const std::size_t idx = static_cast<std::size_t>(i);
   return {n * idx / p, n * (idx + 1) / p};
 }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `done` up to `budget` times (a pause each) and reports whether it
+// held. The budget adapts like an adaptive mutex: it doubles (up to
+// ThreadPool::kMaxPolls) when polling paid off and halves when it did not.
+// On an idle machine the other side answers within the gap between two loops
+// of a forward pass and polls win over a futex wake-up; on an oversubscribed
+// one the thread we wait for may be queued behind us on this very core, polls
+// keep failing and the pool falls back to sleeping at once.
+template <class Pred>
+bool spin_until(Pred done, int& budget) {
+  for (int i = 0; i < budget; ++i) {
+    if (done()) {
+      budget = std::min(ThreadPool::kMaxPolls, 2 * budget + 16);
+      return true;
+    }
+    cpu_relax();
+  }
+  budget /= 2;
+  return done();
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -22,52 +50,62 @@ ThreadPool::ThreadPool(int n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    stop_.store(true);
   }
   start_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::parallel_for(std::size_t n, const std::function<void(std::size_t, std::size_t)>& fn) {
+void ThreadPool::run(std::size_t n, Task task, void* ctx) {
   if (n == 0) return;
   const int parts = size();
   if (parts == 1 || n == 1) {
-    fn(0, n);
+    task(ctx, 0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    job_n_ = n;
-    pending_ = parts - 1;
-    ++generation_;
+  task_ = task;
+  ctx_ = ctx;
+  job_n_ = n;
+  pending_.store(parts - 1, std::memory_order_relaxed);
+  // seq_cst store then seq_cst load of sleepers_: a worker going to sleep
+  // either sees this generation or is counted here (and then woken under the
+  // lock, so the notify cannot slip in before its wait).
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    start_cv_.notify_all();
   }
-  start_cv_.notify_all();
   const auto [b, e] = chunk(n, parts, 0);
-  if (b < e) fn(b, e);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  if (b < e) task(ctx, b, e);
+  auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(all_done, caller_polls_)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_.store(true);
+    done_cv_.wait(lock, all_done);
+    caller_sleeping_.store(false);
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
   unsigned long seen = 0;
+  int polls = kMaxPolls;
   for (;;) {
-    const std::function<void(std::size_t, std::size_t)>* job;
-    std::size_t n;
-    {
+    auto has_job = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load() != seen; };
+    if (!spin_until(has_job, polls)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
+      sleepers_.fetch_add(1);
+      start_cv_.wait(lock, has_job);
+      sleepers_.fetch_sub(1);
     }
-    const auto [b, e] = chunk(n, size(), index);
-    if (b < e) (*job)(b, e);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const auto [b, e] = chunk(job_n_, size(), index);
+    if (b < e) task_(ctx_, b, e);
+    // The last one out wakes the caller only if it gave up spinning; the
+    // seq_cst pair (decrement here, flag store there) makes one side see the other.
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_one();
     }
   }
 }

@@ -171,6 +171,29 @@ TEST(Attention, ResultIsBitwiseIndependentOfWhereBlocksLie) {
   }
 }
 
+// Heads computed one at a time, in any order, each with its own scratch (as
+// the forward pass spreads a decode token's heads over threads), give bitwise
+// what attend_paged gives for all heads at once.
+TEST(Attention, HeadsComputedSeparatelyMatchAllAtOnce) {
+  for (KernelPath path : test::supported_paths()) {
+    test::ScopedKernelPath scoped(path);
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      const Scenario sc(type, 64, 2);
+      Arena arena(sc.g, identity_order(4));
+      sc.fill(arena);
+      const auto whole = sc.run(arena);
+      std::vector<float> out(sc.q.size(), NAN);
+      for (int h = sc.n_heads - 1; h >= 0; --h) {
+        std::vector<float> scratch(static_cast<std::size_t>(sc.n_slots + sc.g.head_dim), NAN);
+        attend_paged_head(sc.q.data(), sc.n_heads, h, sc.g, kLayer, arena.blocks.data(), sc.positions.data(),
+                          sc.n_slots, sc.query_pos, 1.0f / std::sqrt(static_cast<float>(sc.g.head_dim)), out.data(),
+                          scratch.data());
+      }
+      EXPECT_EQ(std::memcmp(out.data(), whole.data(), out.size() * sizeof(float)), 0) << kernel_path_name(path);
+    }
+  }
+}
+
 TEST(Attention, QueryThatSeesNothingGetsZeros) {
   Scenario sc(KvType::F16, 64, 2);
   Arena arena(sc.g, identity_order(4));

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace clm {
@@ -29,6 +31,31 @@ TEST(ThreadPool, ReusableManyTimes) {
       for (std::size_t i = b; i < e; ++i) sum.fetch_add(static_cast<long>(i));
     });
   EXPECT_EQ(sum.load(), 500L * 45L);
+}
+
+// Workers poll for a while, then sleep: loops that come long after the last
+// one (workers asleep) and right after it (workers polling) both complete.
+TEST(ThreadPool, HandsOffWhetherWorkersSpinOrSleep) {
+  ThreadPool pool(3);
+  std::atomic<long> sum{0};
+  for (int round = 0; round < 20; ++round) {
+    if (round % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    pool.parallel_for(6, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) sum.fetch_add(static_cast<long>(i));
+    });
+  }
+  EXPECT_EQ(sum.load(), 20L * 15L);
+}
+
+// A caller slower than the workers' spin bound still gets every chunk done.
+TEST(ThreadPool, WaitsForSlowChunks) {
+  ThreadPool pool(2);
+  std::atomic<int> done{0};
+  pool.parallel_for(2, [&](std::size_t b, std::size_t) {
+    if (b != 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    done.fetch_add(1);
+  });
+  EXPECT_EQ(done.load(), 2);
 }
 
 }  // namespace
