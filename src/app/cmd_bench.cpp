@@ -1,5 +1,6 @@
 // `clmcache bench ...`: end-to-end benchmarks (the measuring lives in bench/).
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <iostream>
 
@@ -40,6 +41,7 @@ int bench_model(ModelBenchFlags& f) {
 struct DialogueBenchFlags {
   DialogueBenchOptions options;
   std::string format = "md";
+  std::string json_path;  // also write the JSON here
 };
 
 // The default model of the dialogue benchmark: a synthetic llama of about
@@ -76,6 +78,14 @@ int bench_dialogue(DialogueBenchFlags& f) {
     std::cout << to_json(f.options, *r).dump(2) << "\n";
   else
     std::cout << to_markdown(f.options, *r);
+  if (!f.json_path.empty()) {
+    std::ofstream out(f.json_path);
+    out << to_json(f.options, *r).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "clmcache: cannot write %s\n", f.json_path.c_str());
+      return 1;
+    }
+  }
   return 0;
 }
 
@@ -116,6 +126,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   dialogue->add_option("--user-tokens", d.user_tokens, "(b) tokens per user turn")->check(CLI::Range(1, 1 << 16));
   dialogue->add_option("--reply-tokens", d.reply_tokens, "(b) generated tokens per turn")->check(CLI::Range(1, 1 << 16));
   dialogue->add_option("-o,--output", df->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  dialogue->add_option("--json", df->json_path, "also write the results as JSON to this file");
   dialogue->callback([df, &exit_code] { exit_code = bench_dialogue(*df); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
