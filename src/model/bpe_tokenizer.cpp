@@ -1,7 +1,6 @@
 #include "model/bpe_tokenizer.h"
 
-#include <queue>
-
+#include "model/pair_merge.h"
 #include "model/utf8.h"
 
 namespace clm {
@@ -83,61 +82,17 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   const std::string text = to_byte_level(word);
-  struct Symbol {
-    int prev;
-    int next;
-    std::size_t start;
-    std::size_t len;
-  };
-  std::vector<Symbol> syms;
-  for (std::size_t pos = 0; pos < text.size();) {
-    const std::size_t len = utf8_decode_at(text, pos).len;
-    const int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, idx + 1, pos, len});
-    pos += len;
-  }
-  if (syms.empty()) return;
-  syms.back().next = -1;
-
-  struct Pair {
-    int left;
-    int right;
-    int32_t rank;
-    std::size_t len;
-  };
-  // Lowest rank first; on equal ranks the leftmost pair.
-  auto worse = [](const Pair& a, const Pair& b) { return a.rank > b.rank || (a.rank == b.rank && a.left > b.left); };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(worse)> queue(worse);
+  // GPT-2 merges: the pair with the lowest rank in tokenizer.ggml.merges first.
   std::string key;
-  auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const auto& l = syms[static_cast<std::size_t>(left)];
-    const auto& r = syms[static_cast<std::size_t>(right)];
-    key.assign(text, l.start, l.len);
+  const auto pieces = merge_pairs(text, [&](std::string_view left, std::string_view right) -> std::optional<double> {
+    key.assign(left);
     key.push_back(' ');
-    key.append(text, r.start, r.len);
-    auto it = ranks_.find(key);
-    if (it == ranks_.end()) return;
-    queue.push({left, right, it->second, l.len + r.len});
-  };
-  for (std::size_t i = 1; i < syms.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
-
-  while (!queue.empty()) {
-    const Pair p = queue.top();
-    queue.pop();
-    auto& l = syms[static_cast<std::size_t>(p.left)];
-    auto& r = syms[static_cast<std::size_t>(p.right)];
-    if (l.len == 0 || r.len == 0 || l.len + r.len != p.len) continue;  // stale
-    l.len += r.len;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[static_cast<std::size_t>(r.next)].prev = p.left;
-    try_add(l.prev, p.left);
-    try_add(p.left, l.next);
-  }
-
-  for (int i = 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next) {
-    const auto& s = syms[static_cast<std::size_t>(i)];
+    key.append(right);
+    const auto it = ranks_.find(key);
+    if (it == ranks_.end()) return std::nullopt;
+    return -static_cast<double>(it->second);
+  });
+  for (const PieceSpan& s : pieces) {
     const std::string_view piece = std::string_view(text).substr(s.start, s.len);
     if (auto id = find_token(piece)) {
       out.push_back(*id);

@@ -1,8 +1,8 @@
 #include "model/spm_tokenizer.h"
 
 #include <cstdio>
-#include <queue>
 
+#include "model/pair_merge.h"
 #include "model/utf8.h"
 
 namespace clm {
@@ -105,60 +105,13 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
 }
 
 void SpmTokenizer::encode_escaped(std::string_view text, std::vector<int32_t>& out) const {
-  // Symbols form a linked list over the text; a merge grows the left symbol.
-  struct Symbol {
-    int prev;
-    int next;
-    std::size_t start;
-    std::size_t len;
-  };
-  std::vector<Symbol> syms;
-  for (std::size_t pos = 0; pos < text.size();) {
-    const std::size_t len = utf8_decode_at(text, pos).len;
-    const int idx = static_cast<int>(syms.size());
-    syms.push_back({idx - 1, idx + 1, pos, len});
-    pos += len;
-  }
-  if (syms.empty()) return;
-  syms.back().next = -1;
-
-  struct Bigram {
-    int left;
-    int right;
-    float score;
-    std::size_t len;
-  };
-  // Highest score first; on equal scores the leftmost pair.
-  auto worse = [](const Bigram& a, const Bigram& b) {
-    return a.score < b.score || (a.score == b.score && a.left > b.left);
-  };
-  std::priority_queue<Bigram, std::vector<Bigram>, decltype(worse)> queue(worse);
-  auto try_add = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const auto& l = syms[static_cast<std::size_t>(left)];
-    const auto& r = syms[static_cast<std::size_t>(right)];
-    auto id = piece_id(text.substr(l.start, l.len + r.len));
-    if (!id) return;
-    queue.push({left, right, scores_[static_cast<std::size_t>(*id)], l.len + r.len});
-  };
-  for (std::size_t i = 1; i < syms.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
-
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
-    auto& l = syms[static_cast<std::size_t>(b.left)];
-    auto& r = syms[static_cast<std::size_t>(b.right)];
-    if (l.len == 0 || r.len == 0 || l.len + r.len != b.len) continue;  // stale
-    l.len += r.len;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) syms[static_cast<std::size_t>(r.next)].prev = b.left;
-    try_add(l.prev, b.left);
-    try_add(b.left, l.next);
-  }
-
-  for (int i = 0; i >= 0; i = syms[static_cast<std::size_t>(i)].next) {
-    const auto& s = syms[static_cast<std::size_t>(i)];
+  // SentencePiece merges: the pair whose joined piece has the highest score first.
+  const auto pieces = merge_pairs(text, [&](std::string_view left, std::string_view right) -> std::optional<double> {
+    const auto id = piece_id(std::string_view(left.data(), left.size() + right.size()));
+    if (!id) return std::nullopt;
+    return static_cast<double>(scores_[static_cast<std::size_t>(*id)]);
+  });
+  for (const PieceSpan& s : pieces) {
     const std::string_view piece = text.substr(s.start, s.len);
     if (auto id = piece_id(piece)) {
       out.push_back(*id);
