@@ -30,12 +30,16 @@ void print_help() {
 
 void print_stats(const EngineCacheStats& s) {
   const CacheStats& c = s.cache;
+  const SchedulerStats& q = s.scheduler;
   std::fprintf(stderr,
-               "[cache: %llu of %llu prompt tokens reused (%.0f%%), block hit rate %.0f%%, blocks used %zu / cached %zu "
-               "/ free %zu, %.1f MiB]\n",
-               static_cast<unsigned long long>(c.reused_tokens), static_cast<unsigned long long>(c.prompt_tokens),
-               c.token_hit_rate() * 100, c.block_hit_rate() * 100, c.blocks_used, c.blocks_cached, c.blocks_free,
-               c.memory_used_mb());
+               "[cache: %llu requests, %llu of %llu prompt tokens reused (token hit rate %.0f%%, block hit rate %.0f%%)\n"
+               " blocks used %zu / cached %zu / free %zu, %.1f MiB; evictions: %llu for room, %llu by age;\n"
+               " cache efficiency %.2f; time to first token p50 %.1f ms, p95 %.1f ms; %.1f generated tokens/s]\n",
+               static_cast<unsigned long long>(c.sequences), static_cast<unsigned long long>(c.reused_tokens),
+               static_cast<unsigned long long>(c.prompt_tokens), c.token_hit_rate() * 100, c.block_hit_rate() * 100,
+               c.blocks_used, c.blocks_cached, c.blocks_free, c.memory_used_mb(),
+               static_cast<unsigned long long>(c.evictions_capacity), static_cast<unsigned long long>(c.evictions_ttl),
+               c.cache_efficiency_ratio(), q.ttft_p50_s * 1e3, q.ttft_p95_s * 1e3, q.tokens_per_second);
 }
 
 int chat(ChatFlags& f) {
