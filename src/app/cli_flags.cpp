@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "app/fingerprint_memo.h"
 #include "app/model_source.h"
 #include "app/progress_bar.h"
 
@@ -60,11 +61,13 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.max_queued = f.max_queued;
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
+  options.known_fingerprint = recall_fingerprint(source->path);
   auto engine = Engine::create(options);
   if (!engine) {
     std::fprintf(stderr, "clmcache: %s\n", engine.error().message.c_str());
     return nullptr;
   }
+  if (!options.known_fingerprint) remember_fingerprint(source->path, (*engine)->fingerprint());
   return std::move(*engine);
 }
 

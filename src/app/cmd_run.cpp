@@ -27,6 +27,12 @@ struct RunFlags {
   bool no_display_prompt = false;
 };
 
+std::string fingerprint_hex(uint64_t fp) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fp));
+  return buf;
+}
+
 int run(const RunFlags& f) {
   std::string prompt = f.prompt;
   if (!f.prompt_file.empty()) {
@@ -91,6 +97,7 @@ int run(const RunFlags& f) {
         {"token_ids", generated},
         {"text", tok.decode(generated)},
         {"stop_reason", stats->stop_reason},
+        {"model_fingerprint", fingerprint_hex(engine->fingerprint())},
         {"cached_tokens", stats->cached_tokens},
         {"timings",
          {{"time_to_first_token_ms", stats->time_to_first_token_s * 1e3},

@@ -28,7 +28,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   auto model = Model::load(options.model_path, load);
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
-  e->fingerprint_ = model_fingerprint(e->model_->file());
+  e->fingerprint_ = options.known_fingerprint ? *options.known_fingerprint : model_fingerprint(e->model_->file());
 
   const ModelConfig& c = e->model_->config();
   KvGeometry g;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -36,6 +37,9 @@ struct EngineOptions {
   uint32_t cache_hot_after_hits = 2;  // cached blocks hit this often are evicted last
   double cache_ttl_s = 0.0;           // idle cached blocks older than this are dropped; 0 = never
   std::function<void(float)> on_load_progress;
+  // The model's fingerprint if the caller remembers it from an earlier load
+  // of the same file; otherwise it is computed (it hashes every weight byte).
+  std::optional<uint64_t> known_fingerprint;
 };
 
 struct GenerateOptions {

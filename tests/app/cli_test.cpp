@@ -1,6 +1,8 @@
 // Drives the real clmcache executable: make-model, info, run.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -213,6 +215,50 @@ TEST(CliChat, UnknownFormatIsRefused) {
   const auto r = test::run_command("echo hi | " + cli() + " chat -m " + test::shell_quote(model) + " --chat-format nope");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("nope"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+uint64_t fingerprint_of(const std::string& run_json) {
+  return std::stoull(nlohmann::json::parse(run_json)["model_fingerprint"].get<std::string>(), nullptr, 16);
+}
+
+// The fingerprint hashes every weight byte, so it is remembered per file
+// (path, size, modification time) in the user cache directory.
+TEST(CliFingerprint, IsRememberedPerFileAndRecomputedWhenTheFileChanges) {
+  const std::string dir = test::temp_dir();
+  const std::string model = dir + "/model.gguf";
+  std::filesystem::copy_file(test::shared_file("models/stories260K.gguf"), model);
+  const std::string env = "XDG_CACHE_HOME=" + test::shell_quote(dir + "/cache") + " ";
+  const std::string cmd = env + cli() + " run --json -n 1 --temp 0 -p hi -m " + test::shell_quote(model);
+  const auto first = test::run_command(cmd);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const uint64_t fp = fingerprint_of(first.out);
+
+  const std::string memo_path = dir + "/cache/clmcache/fingerprints.json";
+  std::ifstream in(memo_path);
+  ASSERT_TRUE(in) << "no memo at " << memo_path;
+  nlohmann::json memo = nlohmann::json::parse(in);
+  ASSERT_EQ(memo.size(), 1u);
+  auto& entry = memo.begin().value();
+  EXPECT_EQ(std::stoull(entry["fingerprint"].get<std::string>(), nullptr, 16), fp);
+
+  // A remembered value is used as is: tamper with it and see it come back.
+  entry["fingerprint"] = "abc";
+  std::ofstream(memo_path) << memo.dump();
+  const auto second = test::run_command(cmd);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(fingerprint_of(second.out), 0xabcu);
+
+  // A changed file is hashed again.
+  std::filesystem::last_write_time(model, std::filesystem::last_write_time(model) + std::chrono::seconds(5));
+  const auto third = test::run_command(cmd);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(fingerprint_of(third.out), fp);
 }
 
 }  // namespace
