@@ -145,23 +145,34 @@ std::size_t row_bytes(WeightType t, std::size_t n) {
   }
 }
 
+namespace {
+
+// 16-bit float formats, element by element; memcpy because rows need not be
+// aligned for uint16_t.
+void encode_halves(const float* src, std::byte* dst, std::size_t n, uint16_t (*convert)(float)) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint16_t h = convert(src[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+void decode_halves(const std::byte* src, float* dst, std::size_t n, float (*convert)(uint16_t)) {
+  for (std::size_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    dst[i] = convert(h);
+  }
+}
+
+}  // namespace
+
 void quantize_row(WeightType t, const float* src, std::byte* dst, std::size_t n) {
   switch (t) {
     case WeightType::F32:
       std::memcpy(dst, src, n * sizeof(float));
       return;
-    case WeightType::F16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_f16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
-    case WeightType::BF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        const uint16_t h = f32_to_bf16(src[i]);
-        std::memcpy(dst + 2 * i, &h, 2);
-      }
-      return;
+    case WeightType::F16: encode_halves(src, dst, n, f32_to_f16); return;
+    case WeightType::BF16: encode_halves(src, dst, n, f32_to_bf16); return;
     case WeightType::Q8_0: quantize_q8_0(src, dst, n); return;
     case WeightType::Q4_0: quantize_q4_0(src, dst, n); return;
     case WeightType::Q4_K: quantize_q4_k(src, dst, n); return;
@@ -177,20 +188,8 @@ void dequantize_row(WeightType t, const std::byte* src, float* dst, std::size_t 
     case WeightType::F32:
       std::memcpy(dst, src, n * sizeof(float));
       return;
-    case WeightType::F16:
-      for (std::size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        dst[i] = f16_to_f32(h);
-      }
-      return;
-    case WeightType::BF16:
-      for (std::size_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        dst[i] = bf16_to_f32(h);
-      }
-      return;
+    case WeightType::F16: decode_halves(src, dst, n, f16_to_f32); return;
+    case WeightType::BF16: decode_halves(src, dst, n, bf16_to_f32); return;
     case WeightType::Q8_0: dequantize_q8_0(src, dst, n); return;
     case WeightType::Q4_0: dequantize_q4_0(src, dst, n); return;
     case WeightType::Q4_K: dequantize_q4_k(src, dst, n); return;
