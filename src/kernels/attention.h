@@ -33,6 +33,29 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
                        std::byte* const* blocks, const int32_t* slot_positions, int n_slots, int32_t query_pos,
                        float scale, float* out, float* scratch, float* slot_mass = nullptr);
 
+// Most queries attend_paged_head_group takes at once.
+inline constexpr int kMaxGroupQueries = 8;
+
+// Floats of scratch attend_paged_head_group needs.
+inline std::size_t attend_group_scratch_floats(int n_queries, int n_slots, int head_dim) {
+  return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim) +
+         2 * static_cast<std::size_t>(head_dim);
+}
+
+// attend_paged_head for n_queries (1..kMaxGroupQueries) queries of one
+// sequence at once: query i reads q + i * q_stride, writes out + i * out_stride
+// (each laid out as for attend_paged_head) and has position query_pos[i], in
+// any order. Each K/V row is read (and converted from f16) once for the whole
+// group instead of once per query, which is what prefill spends its attention
+// time on. Every query's output is bitwise what attend_paged_head gives for it
+// alone: the operations per query and their order are the same, so a token's
+// result does not depend on which tokens share its group.
+// scratch: attend_group_scratch_floats(n_queries, n_slots, g.head_dim) floats.
+void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries, int n_heads, int head,
+                             const KvGeometry& g, int layer, std::byte* const* blocks, const int32_t* slot_positions,
+                             int n_slots, const int32_t* query_pos, float scale, float* out, std::size_t out_stride,
+                             float* scratch);
+
 // Stores one token's k, v ([n_kv_heads][head_dim] f32) at row offset_in_block
 // of `block` for `layer`, converted to g.type (f16: round to nearest even).
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,

@@ -44,6 +44,10 @@ struct VecKernels {
   // y[i] += a * v[i] for v stored as f32 / f16.
   void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
   void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);
+  // dst[i] = the f16 value v[i] as f32. Exact on every path, so a dot or axpy
+  // over the converted row gives bitwise what the f16 form gives on the raw one:
+  // attention converts a K/V row once and reuses it for several queries.
+  void (*f16_to_f32_row)(const std::byte* v, float* dst, std::size_t n);
 };
 
 const VecKernels& vec_kernels(KernelPath p);

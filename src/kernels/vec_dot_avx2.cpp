@@ -310,6 +310,11 @@ void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) 
 
 void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF32{}); }
 void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF16{}); }
+void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, LoadF16{}(v + 2 * i));
+  for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
+}
 
 }  // namespace
 }  // namespace clm
@@ -337,7 +342,8 @@ const VecKernels& avx2_vec_kernels() {
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
                                 .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16};
+                                .axpy_f16 = axpy_f16,
+                                .f16_to_f32_row = f16_to_f32_row};
   return k;
 }
 

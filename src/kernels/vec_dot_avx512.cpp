@@ -217,6 +217,11 @@ void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) 
 
 void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF32{}); }
 void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF16{}); }
+void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, LoadF16{}(v + 2 * i));
+  for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
+}
 
 inline __m512i scaled_add(__m512i acc, __m512i pairs, __m512i scales) {
   return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, scales));
@@ -251,7 +256,8 @@ const VecKernels& avx512_vec_kernels() {
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
                                 .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16};
+                                .axpy_f16 = axpy_f16,
+                                .f16_to_f32_row = f16_to_f32_row};
   return k;
 }
 

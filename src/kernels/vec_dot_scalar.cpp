@@ -161,6 +161,9 @@ void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) {
 void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] += a * f16_to_f32(load_u16(v, i));
 }
+void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(v, i));
+}
 
 }  // namespace
 
@@ -182,7 +185,8 @@ const VecKernels& scalar_vec_kernels() {
                                 .dot4_q5_k = dot4<dot_q5_k>,
                                 .dot4_q6_k = dot4<dot_q6_k>,
                                 .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16};
+                                .axpy_f16 = axpy_f16,
+                                .f16_to_f32_row = f16_to_f32_row};
   return k;
 }
 

@@ -111,7 +111,15 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   const std::size_t H = static_cast<std::size_t>(c.n_heads);
   const bool by_head = T < 4 * static_cast<std::size_t>(pool.size());
   const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
-  grow(s_.att_scores, (by_head ? T * H : T) * att_stride);  // [T or T*H][slots + head_dim] attention scratch
+  if (by_head) grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
+  s_.att_groups.clear();
+  for (std::size_t t = 0; t < T; ++t) {
+    const std::size_t last = s_.att_groups.empty() ? 0 : s_.att_groups.back();
+    if (t == 0 || batch.tokens[t].seq != batch.tokens[last].seq ||
+        t - last == static_cast<std::size_t>(kMaxGroupQueries))
+      s_.att_groups.push_back(t);
+  }
+  s_.att_groups.push_back(T);
   float* x = s_.x.data();
   float* xn = s_.xn.data();
 
@@ -167,16 +175,27 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         }
       });
     } else {
-      pool.parallel_for(T, [&](std::size_t begin, std::size_t end) {
+      // Consecutive tokens of one sequence attend as a group, so each K/V
+      // row is read once per group and head rather than once per token.
+      const std::vector<std::size_t>& starts = s_.att_groups;
+      const std::size_t n_groups = starts.size() - 1;
+      pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
+        thread_local std::vector<float> scratch;
+        grow(scratch, attend_group_scratch_floats(kMaxGroupQueries, static_cast<int>(max_slots), c.head_dim));
         for (std::size_t i = begin; i < end; ++i) {
-          // Tokens from both ends of the batch alternate, so that under a
+          // Groups from both ends of the batch alternate, so that under a
           // causal mask every chunk gets a similar number of visible slots.
-          const std::size_t t = i % 2 == 0 ? i / 2 : T - 1 - i / 2;
-          const BatchToken& bt = batch.tokens[t];
-          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
-          attend_paged(s_.q.data() + t * Q, c.n_heads, g, layer, sv.blocks.data(), sv.slot_positions.data(),
-                       static_cast<int>(sv.slot_positions.size()), bt.pos, scale, s_.attn.data() + t * Q,
-                       s_.att_scores.data() + t * att_stride, nullptr);
+          const std::size_t j = i / H;
+          const std::size_t gi = j % 2 == 0 ? j / 2 : n_groups - 1 - j / 2;
+          const std::size_t t = starts[gi];
+          const int n_q = static_cast<int>(starts[gi + 1] - t);
+          int32_t pos[kMaxGroupQueries];
+          for (int r = 0; r < n_q; ++r) pos[r] = batch.tokens[t + static_cast<std::size_t>(r)].pos;
+          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(batch.tokens[t].seq)];
+          attend_paged_head_group(s_.q.data() + t * Q, Q, n_q, c.n_heads, static_cast<int>(i % H), g, layer,
+                                  sv.blocks.data(), sv.slot_positions.data(),
+                                  static_cast<int>(sv.slot_positions.size()), pos, scale, s_.attn.data() + t * Q, Q,
+                                  scratch.data());
         }
       });
     }

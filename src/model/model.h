@@ -56,6 +56,7 @@ class Model {
   // Scratch reused across calls; grown when a batch is larger than any before.
   struct Scratch {
     std::vector<float> x, xn, q, k, v, attn, ffn_gate, ffn_up, out_rows, att_scores;
+    std::vector<std::size_t> att_groups;  // first batch token of each attention group, then T
   } s_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel_test_support.h"
+#include "kernels/vec_dot.h"
 #include "util/half.h"
 
 namespace clm {
@@ -190,6 +191,75 @@ TEST(Attention, HeadsComputedSeparatelyMatchAllAtOnce) {
                           scratch.data());
       }
       EXPECT_EQ(std::memcmp(out.data(), whole.data(), out.size() * sizeof(float)), 0) << kernel_path_name(path);
+    }
+  }
+}
+
+// A group of queries of one sequence gives, for each query, bitwise what
+// attend_paged_head gives for it alone, whatever the group's size and the
+// queries' positions (in any order, some seeing nothing, some everything).
+TEST(Attention, GroupOfQueriesMatchesSingleQueryBitwise) {
+  const int32_t query_positions[kMaxGroupQueries] = {22, 3, 40, -5, 10, 26, 0, 17};
+  for (KernelPath path : test::supported_paths()) {
+    test::ScopedKernelPath scoped(path);
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      for (int head_dim : {64, 36}) {
+        for (int ratio : {1, 2, 4}) {
+          Scenario sc(type, head_dim, ratio);
+          // Positions out of slot order, and empty slots at the end too.
+          for (int s = 0; s < sc.n_slots; ++s)
+            sc.positions[static_cast<std::size_t>(s)] = s % 7 == 3 || s >= 26 ? -1 : (s * 11) % 29;
+          sc.query_pos = 1000;  // fill: every stored slot gets ordinary K/V
+          Arena arena(sc.g, identity_order(4));
+          sc.fill(arena);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          const std::size_t per_q = sc.q.size();
+          for (int nq = 1; nq <= kMaxGroupQueries; ++nq) {
+            const auto q = test::random_floats(per_q * static_cast<std::size_t>(nq), 40u + static_cast<unsigned>(nq));
+            std::vector<float> want(q.size(), NAN);
+            for (int i = 0; i < nq; ++i) {
+              for (int h = 0; h < sc.n_heads; ++h) {
+                std::vector<float> scratch(static_cast<std::size_t>(sc.n_slots + head_dim), NAN);
+                const std::size_t at = static_cast<std::size_t>(i) * per_q;
+                attend_paged_head(q.data() + at, sc.n_heads, h, sc.g, kLayer, arena.blocks.data(),
+                                  sc.positions.data(), sc.n_slots, query_positions[i], scale, want.data() + at,
+                                  scratch.data());
+              }
+            }
+            std::vector<float> got(q.size(), NAN);
+            for (int h = 0; h < sc.n_heads; ++h) {
+              std::vector<float> scratch(attend_group_scratch_floats(nq, sc.n_slots, head_dim), NAN);
+              attend_paged_head_group(q.data(), per_q, nq, sc.n_heads, h, sc.g, kLayer, arena.blocks.data(),
+                                      sc.positions.data(), sc.n_slots, query_positions, scale, got.data(), per_q,
+                                      scratch.data());
+            }
+            EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+                << kernel_path_name(path) << " type " << static_cast<int>(type) << " head_dim " << head_dim
+                << " ratio " << ratio << " queries " << nq;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every f16 bit pattern converts as f16_to_f32 does, on every path and with
+// any tail length.
+TEST(Attention, F16RowConversionIsExactOnEveryPath) {
+  std::vector<uint16_t> all(65536 + 5);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  for (KernelPath path : test::supported_paths()) {
+    for (std::size_t n : {all.size(), std::size_t{7}, std::size_t{36}, std::size_t{64}}) {
+      std::vector<float> got(n, -7.0f);
+      vec_kernels(path).f16_to_f32_row(reinterpret_cast<const std::byte*>(all.data()), got.data(), n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float want = f16_to_f32(all[i]);
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got[i])) << kernel_path_name(path) << " " << all[i];
+        } else {
+          ASSERT_EQ(std::memcmp(&got[i], &want, 4), 0) << kernel_path_name(path) << " " << all[i];
+        }
+      }
     }
   }
 }
