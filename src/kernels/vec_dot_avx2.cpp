@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
@@ -31,31 +32,19 @@ inline __m256i load256(const std::byte* p) { return _mm256_loadu_si256(reinterpr
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   __m256 operator()(const std::byte* p) const { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  float scalar(const std::byte* p) const {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
+  float scalar(const std::byte* p) const { return read_f32_element(p); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   __m256 operator()(const std::byte* p) const { return _mm256_cvtph_ps(load128(p)); }
-  float scalar(const std::byte* p) const {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return f16_to_f32(h);
-  }
+  float scalar(const std::byte* p) const { return read_f16_element(p); }
 };
 struct LoadBf16 {
   static constexpr std::size_t kBytes = 2;
   __m256 operator()(const std::byte* p) const {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load128(p)), 16));
   }
-  float scalar(const std::byte* p) const {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return bf16_to_f32(h);
-  }
+  float scalar(const std::byte* p) const { return read_bf16_element(p); }
 };
 
 // Four 8-lane accumulators over 32-element steps, then 8-element steps into

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
@@ -39,31 +40,19 @@ inline __m256i load256(const std::byte* p) { return _mm256_loadu_si256(reinterpr
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   __m512 operator()(const std::byte* p) const { return _mm512_loadu_ps(p); }
-  float scalar(const std::byte* p) const {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
+  float scalar(const std::byte* p) const { return read_f32_element(p); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   __m512 operator()(const std::byte* p) const { return _mm512_cvtph_ps(load256(p)); }
-  float scalar(const std::byte* p) const {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return f16_to_f32(h);
-  }
+  float scalar(const std::byte* p) const { return read_f16_element(p); }
 };
 struct LoadBf16 {
   static constexpr std::size_t kBytes = 2;
   __m512 operator()(const std::byte* p) const {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load256(p)), 16));
   }
-  float scalar(const std::byte* p) const {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return bf16_to_f32(h);
-  }
+  float scalar(const std::byte* p) const { return read_bf16_element(p); }
 };
 
 // Four 16-lane accumulators over 64-element steps, 16-element steps into the
