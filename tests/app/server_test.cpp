@@ -277,13 +277,25 @@ TEST_F(ServerTest, SessionsReuseTheirHistory) {
 
 TEST_F(ServerTest, MetricsParseAsPrometheusText) {
   post_ok("/v1/completions", {{"prompt", kStory}, {"max_tokens", 3}});
-  auto res = client()->Get("/metrics");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 200);
-  EXPECT_NE(res->get_header_value("Content-Type").find("text/plain"), std::string::npos);
-  std::string error;
-  const auto t = test::parse_prometheus_text(res->body, error);
-  ASSERT_EQ(error, "") << res->body;
+  // Requests are counted by the HTTP library's logger, which runs just after
+  // a response has been written, so the count may trail the client by a
+  // moment: read /metrics until it shows the request (bounded).
+  test::PromText t;
+  int status = 0;
+  std::string content_type;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto res = client()->Get("/metrics");
+    ASSERT_TRUE(res);
+    status = res->status;
+    content_type = res->get_header_value("Content-Type");
+    std::string error;
+    t = test::parse_prometheus_text(res->body, error);
+    ASSERT_EQ(error, "") << res->body;
+    if (t.sum("clmcache_requests_total", {{"endpoint", "/v1/completions"}, {"status", "200"}}) >= 1.0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_NE(content_type.find("text/plain"), std::string::npos);
   EXPECT_GE(t.sum("clmcache_requests_total", {{"endpoint", "/v1/completions"}, {"status", "200"}}), 1.0);
   EXPECT_GT(t.sum("clmcache_prompt_tokens_total"), 0.0);
   EXPECT_GT(t.sum("clmcache_generated_tokens_total"), 0.0);
