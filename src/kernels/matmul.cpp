@@ -15,37 +15,75 @@ namespace {
 
 // Loop order only; no reduction depends on it. A thread's weight rows are
 // taken in blocks of about kWeightBlockBytes, which stay in L2 while the
-// batch streams past them four activation rows at a time; those four rows
-// (a few KiB to tens of KiB) stay in L1 while the block's rows stream past.
+// batch streams past them kTileX activation rows at a time; those rows (a few
+// KiB to tens of KiB) stay in L1 while the block's rows pass kTileW at a time.
 constexpr std::size_t kWeightBlockBytes = 128u << 10;
 
-// Dot computes one output; Dot4 four consecutive batch rows at once, bitwise
-// as Dot would (vec_dot.h promises it), so grouping rows is free to vary.
-template <class Dot, class Dot4>
-void for_each_output(const WeightMatrix& w, const std::byte* act, std::size_t act_stride, int n, float* y,
-                     ThreadPool& pool, Dot dot, Dot4 dot4) {
+// Calls tile() over the whole output in tiles of at most kTileW weight rows
+// by kTileX activation rows. Threads split the weight rows in whole tiles.
+template <class Tile>
+void for_each_tile(const WeightMatrix& w, const std::byte* act, std::size_t act_stride, int n, float* y,
+                   ThreadPool& pool, const Tile& tile) {
   const std::size_t cols = static_cast<std::size_t>(w.cols);
   const std::size_t rows = static_cast<std::size_t>(w.rows);
   const std::size_t nn = static_cast<std::size_t>(n);
-  const std::size_t block_rows = std::max<std::size_t>(1, kWeightBlockBytes / std::max<std::size_t>(1, w.row_bytes));
-  pool.parallel_for(rows, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t o0 = begin; o0 < end; o0 += block_rows) {
-      const std::size_t o1 = std::min(end, o0 + block_rows);
-      std::size_t r = 0;
-      for (; r + 4 <= nn; r += 4) {
-        const std::byte* xr = act + r * act_stride;
-        for (std::size_t o = o0; o < o1; ++o) {
-          float out[4];
-          dot4(w.data + o * w.row_bytes, xr, act_stride, cols, out);
-          for (std::size_t j = 0; j < 4; ++j) y[(r + j) * rows + o] = out[j];
-        }
+  constexpr std::size_t tw = kTileW;
+  constexpr std::size_t tx = kTileX;
+  const std::size_t block_tiles = std::max<std::size_t>(1, kWeightBlockBytes / std::max<std::size_t>(1, w.row_bytes * tw));
+  pool.parallel_for((rows + tw - 1) / tw, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t t0 = begin; t0 < end; t0 += block_tiles) {
+      const std::size_t o0 = t0 * tw;
+      const std::size_t o1 = std::min(rows, std::min(end, t0 + block_tiles) * tw);
+      for (std::size_t r = 0; r < nn; r += tx) {
+        const int nx = static_cast<int>(std::min(tx, nn - r));
+        for (std::size_t o = o0; o < o1; o += tw)
+          tile(w.data + o * w.row_bytes, w.row_bytes, static_cast<int>(std::min(tw, o1 - o)), act + r * act_stride,
+               act_stride, nx, cols, y + r * rows + o, rows);
       }
-      for (; r < nn; ++r)
-        for (std::size_t o = o0; o < o1; ++o)
-          y[r * rows + o] = dot(w.data + o * w.row_bytes, act + r * act_stride, cols);
     }
   });
 }
+
+// The tile of a path that has no tile of its own for a type: each weight row
+// once against four activation rows (dot4), or against one (dot).
+using FloatDot = float (*)(const std::byte*, const float*, std::size_t);
+using FloatDot4 = void (*)(const std::byte*, const float*, std::size_t, std::size_t, float*);
+using QuantDot = float (*)(const std::byte*, const std::byte*, std::size_t);
+using QuantDot4 = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*);
+
+// Float rows are passed as bytes to tiles; the float dots take floats and a stride in floats.
+inline float dot_bytes(FloatDot dot, const std::byte* w, const std::byte* x, std::size_t n) {
+  return dot(w, reinterpret_cast<const float*>(x), n);
+}
+inline void dot4_bytes(FloatDot4 dot4, const std::byte* w, const std::byte* x, std::size_t stride, std::size_t n,
+                       float* out) {
+  dot4(w, reinterpret_cast<const float*>(x), stride / sizeof(float), n, out);
+}
+inline float dot_bytes(QuantDot dot, const std::byte* w, const std::byte* x, std::size_t n) { return dot(w, x, n); }
+inline void dot4_bytes(QuantDot4 dot4, const std::byte* w, const std::byte* x, std::size_t stride, std::size_t n,
+                       float* out) {
+  dot4(w, x, stride, n, out);
+}
+
+template <class Dot, class Dot4>
+struct TileFromDots {
+  Dot dot;
+  Dot4 dot4;
+  void operator()(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
+                  std::size_t n, float* y, std::size_t y_stride) const {
+    for (int i = 0; i < nw; ++i) {
+      const std::byte* wr = w + static_cast<std::size_t>(i) * w_stride;
+      int j = 0;
+      for (; j + 4 <= nx; j += 4) {
+        float out[4];
+        dot4_bytes(dot4, wr, x + static_cast<std::size_t>(j) * x_stride, x_stride, n, out);
+        for (int k = 0; k < 4; ++k) y[static_cast<std::size_t>(j + k) * y_stride + i] = out[k];
+      }
+      for (; j < nx; ++j)
+        y[static_cast<std::size_t>(j) * y_stride + i] = dot_bytes(dot, wr, x + static_cast<std::size_t>(j) * x_stride, n);
+    }
+  }
+};
 
 // Quantized copies of the activation rows (Q8_0 or Q8_K) for the quantized weight types.
 std::byte* activation_buffer(std::size_t bytes) {
@@ -66,37 +104,30 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   const auto* xb = reinterpret_cast<const std::byte*>(x);
   const std::size_t x_stride = cols * sizeof(float);
 
-  using FloatDot = float (*)(const std::byte*, const float*, std::size_t);
-  using FloatDot4 = void (*)(const std::byte*, const float*, std::size_t, std::size_t, float*);
-  auto float_dot = [&](FloatDot dot, FloatDot4 dot4) {
-    auto one = [dot](const std::byte* wr, const std::byte* xr, std::size_t c) {
-      return dot(wr, reinterpret_cast<const float*>(xr), c);
-    };
-    auto four = [dot4](const std::byte* wr, const std::byte* xr, std::size_t stride, std::size_t c, float* out) {
-      dot4(wr, reinterpret_cast<const float*>(xr), stride / sizeof(float), c, out);
-    };
-    for_each_output(w, xb, x_stride, n, y, pool, one, four);
+  auto run = [&](const std::byte* act, std::size_t act_stride, TileFn tile, auto dot, auto dot4) {
+    if (tile != nullptr) return for_each_tile(w, act, act_stride, n, y, pool, tile);
+    for_each_tile(w, act, act_stride, n, y, pool, TileFromDots<decltype(dot), decltype(dot4)>{dot, dot4});
   };
-  using QuantDot4 = void (*)(const std::byte*, const std::byte*, std::size_t, std::size_t, float*);
-  auto quant_dot = [&](float (*dot)(const std::byte*, const std::byte*, std::size_t), QuantDot4 dot4) {
+  auto float_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4) { run(xb, x_stride, tile, dot, dot4); };
+  auto quant_dot = [&](TileFn tile, QuantDot dot, QuantDot4 dot4) {
     const WeightType act = activation_type(w.type);
     const std::size_t q_stride = row_bytes(act, cols);
     std::byte* xq = activation_buffer(q_stride * static_cast<std::size_t>(n));
     pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
       for (std::size_t r = begin; r < end; ++r) quantize_row(act, x + r * cols, xq + r * q_stride, cols);
     });
-    for_each_output(w, xq, q_stride, n, y, pool, dot, dot4);
+    run(xq, q_stride, tile, dot, dot4);
   };
 
   switch (w.type) {
-    case WeightType::F32: float_dot(k.dot_f32, k.dot4_f32); return;
-    case WeightType::F16: float_dot(k.dot_f16, k.dot4_f16); return;
-    case WeightType::BF16: float_dot(k.dot_bf16, k.dot4_bf16); return;
-    case WeightType::Q8_0: quant_dot(k.dot_q8_0, k.dot4_q8_0); return;
-    case WeightType::Q4_0: quant_dot(k.dot_q4_0, k.dot4_q4_0); return;
-    case WeightType::Q4_K: quant_dot(k.dot_q4_k, k.dot4_q4_k); return;
-    case WeightType::Q5_K: quant_dot(k.dot_q5_k, k.dot4_q5_k); return;
-    case WeightType::Q6_K: quant_dot(k.dot_q6_k, k.dot4_q6_k); return;
+    case WeightType::F32: float_dot(k.tile_f32, k.dot_f32, k.dot4_f32); return;
+    case WeightType::F16: float_dot(k.tile_f16, k.dot_f16, k.dot4_f16); return;
+    case WeightType::BF16: float_dot(k.tile_bf16, k.dot_bf16, k.dot4_bf16); return;
+    case WeightType::Q8_0: quant_dot(k.tile_q8_0, k.dot_q8_0, k.dot4_q8_0); return;
+    case WeightType::Q4_0: quant_dot(k.tile_q4_0, k.dot_q4_0, k.dot4_q4_0); return;
+    case WeightType::Q4_K: quant_dot(k.tile_q4_k, k.dot_q4_k, k.dot4_q4_k); return;
+    case WeightType::Q5_K: quant_dot(k.tile_q5_k, k.dot_q5_k, k.dot4_q5_k); return;
+    case WeightType::Q6_K: quant_dot(k.tile_q6_k, k.dot_q6_k, k.dot4_q6_k); return;
     default:
       // Types are checked when a model loads; reaching here is a caller bug.
       std::fprintf(stderr, "clmcache: matmul on non-compute weight type %u\n", static_cast<unsigned>(w.type));

@@ -11,6 +11,18 @@
 
 namespace clm {
 
+// A register tile of a matmul: nw (1..kTileW) weight rows, w_stride bytes
+// apart, times nx (1..kTileX) activation rows, x_stride bytes apart (f32 rows
+// for the float types, quantized rows for the others), n elements each.
+// y[j * y_stride + i] = the product of weight row i and activation row j,
+// bitwise what the type's dot_* returns for that pair alone: a tile may load
+// each weight and activation vector once for many outputs, but every output
+// keeps its own accumulators and order, so results never depend on the tiling.
+using TileFn = void (*)(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride,
+                        int nx, std::size_t n, float* y, std::size_t y_stride);
+inline constexpr int kTileW = 4;
+inline constexpr int kTileX = 4;
+
 struct VecKernels {
   // Row of n f32 / f16 / bf16 values (any alignment) times n f32 values.
   float (*dot_f32)(const std::byte* w, const float* x, std::size_t n);
@@ -41,6 +53,9 @@ struct VecKernels {
   void (*dot4_q4_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   void (*dot4_q5_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   void (*dot4_q6_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
+  // Tiles per weight type (see TileFn); null where a path has none, and then
+  // matmul composes the tile from dot_* and dot4_*.
+  TileFn tile_f32, tile_f16, tile_bf16, tile_q8_0, tile_q4_0, tile_q4_k, tile_q5_k, tile_q6_k;
   // y[i] += a * v[i] for v stored as f32 / f16.
   void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
   void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);

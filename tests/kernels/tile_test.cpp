@@ -1,0 +1,89 @@
+// Every register tile a path provides, at every tile shape, against the same
+// path's dot on each (weight row, activation row) pair: bitwise equal, which
+// is what keeps matmul's outputs independent of how the batch is tiled.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernel_test_support.h"
+#include "kernels/quantize.h"
+#include "kernels/vec_dot.h"
+#include "kernels/weight_type.h"
+
+namespace clm {
+namespace {
+
+struct TypedKernels {
+  WeightType type;
+  TileFn tile;
+  float (*float_dot)(const std::byte*, const float*, std::size_t);
+  float (*quant_dot)(const std::byte*, const std::byte*, std::size_t);
+};
+
+std::vector<TypedKernels> kernels_of(const VecKernels& k) {
+  return {{WeightType::F32, k.tile_f32, k.dot_f32, nullptr},   {WeightType::F16, k.tile_f16, k.dot_f16, nullptr},
+          {WeightType::BF16, k.tile_bf16, k.dot_bf16, nullptr}, {WeightType::Q8_0, k.tile_q8_0, nullptr, k.dot_q8_0},
+          {WeightType::Q4_0, k.tile_q4_0, nullptr, k.dot_q4_0}, {WeightType::Q4_K, k.tile_q4_k, nullptr, k.dot_q4_k},
+          {WeightType::Q5_K, k.tile_q5_k, nullptr, k.dot_q5_k}, {WeightType::Q6_K, k.tile_q6_k, nullptr, k.dot_q6_k}};
+}
+
+// Rows of `count` random vectors of n elements stored as type t, `stride` bytes apart.
+std::vector<std::byte> random_rows(WeightType t, int count, std::size_t n, std::size_t stride, unsigned seed) {
+  const auto values = test::random_floats(static_cast<std::size_t>(count) * n, seed);
+  std::vector<std::byte> out(stride * static_cast<std::size_t>(count));
+  for (int r = 0; r < count; ++r) quantize_row(t, values.data() + r * n, out.data() + r * stride, n);
+  return out;
+}
+
+TEST(Tile, EveryShapeIsBitwiseTheDotOfEachPair) {
+  int tiles_checked = 0;
+  for (KernelPath path : test::supported_paths()) {
+    for (const TypedKernels& k : kernels_of(vec_kernels(path))) {
+      if (k.tile == nullptr) continue;
+      ++tiles_checked;
+      const WeightType xt = activation_type(k.type);
+      const std::size_t unit = block_elems(k.type);
+      for (std::size_t n : {unit, 3 * unit, 16 * unit + (unit == 1 ? 13 : 0), 64 * unit + (unit == 1 ? 7 : unit)}) {
+        // Strides with slack, so a tile that assumed packed rows would be caught.
+        const std::size_t w_stride = row_bytes(k.type, n) + 6;
+        const std::size_t x_stride = row_bytes(xt, n) + 8;
+        const auto w = random_rows(k.type, kTileW, n, w_stride, 100 + static_cast<unsigned>(n));
+        const auto x = random_rows(xt, kTileX, n, x_stride, 200 + static_cast<unsigned>(n));
+        for (int nw = 1; nw <= kTileW; ++nw) {
+          for (int nx = 1; nx <= kTileX; ++nx) {
+            const std::size_t y_stride = static_cast<std::size_t>(nw) + 3;
+            std::vector<float> y(y_stride * kTileX, NAN);
+            k.tile(w.data(), w_stride, nw, x.data(), x_stride, nx, n, y.data(), y_stride);
+            for (int i = 0; i < nw; ++i) {
+              for (int j = 0; j < nx; ++j) {
+                const std::byte* wr = w.data() + static_cast<std::size_t>(i) * w_stride;
+                const std::byte* xr = x.data() + static_cast<std::size_t>(j) * x_stride;
+                const float want = k.float_dot != nullptr ? k.float_dot(wr, reinterpret_cast<const float*>(xr), n)
+                                                          : k.quant_dot(wr, xr, n);
+                const float got = y[static_cast<std::size_t>(j) * y_stride + static_cast<std::size_t>(i)];
+                EXPECT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+                    << weight_type_name(k.type) << " " << kernel_path_name(path) << " n=" << n << " tile " << nw
+                    << "x" << nx << " at (" << i << "," << j << "): " << got << " vs " << want;
+              }
+            }
+            // Nothing outside the tile is written.
+            for (int j = 0; j < kTileX; ++j) {
+              for (std::size_t i = 0; i < y_stride; ++i) {
+                if (j >= nx || i >= static_cast<std::size_t>(nw)) {
+                  EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(j) * y_stride + i]));
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // Which tiles exist is a property of the build; say it, so a run shows what it covered.
+  std::printf("tiles checked: %d\n", tiles_checked);
+}
+
+}  // namespace
+}  // namespace clm
