@@ -127,7 +127,7 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
   float* qs = scratch + nq * ns;  // [nq][head_dim]: the queries, contiguous
   float* v_rows = qs + nq * hd;   // [kAttnGroupRows][head_dim]: V rows as f32
 
-  int32_t latest = -1;
+  int32_t latest = -1, earliest = query_pos[0];
   for (std::size_t i = 0; i < nq; ++i) {
     const float* qi = q + i * q_stride + static_cast<std::size_t>(head) * hd;
     if (hv.f16)
@@ -137,12 +137,18 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
     float* oi = out + i * out_stride + static_cast<std::size_t>(head) * hd;
     std::fill(oi, oi + hd, 0.0f);
     latest = std::max(latest, query_pos[i]);
+    earliest = std::min(earliest, query_pos[i]);
   }
   auto seen_by_any = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= latest; };
-  // Slots past the last one any query sees need no visit.
+  // Slots past the last one any query sees need no visit. A query sees some
+  // slot iff its position reaches the least stored one.
   int end = 0;
-  for (int s = 0; s < n_slots; ++s)
-    if (seen_by_any(s)) end = s + 1;
+  int32_t least = std::numeric_limits<int32_t>::max();
+  for (int s = 0; s < n_slots; ++s) {
+    if (!seen_by_any(s)) continue;
+    end = s + 1;
+    least = std::min(least, slot_positions[s]);
+  }
   if (end == 0) return;
   auto chunk_seen = [&](int s, int n) {
     for (int t = s; t < s + n; ++t)
@@ -158,16 +164,18 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
     if (chunk_seen(s, n)) score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
   }
+  // Under a causal mask all but the group's last few slots are seen by every
+  // query; only the others need a look per query.
+  for (int s = 0; s < end; ++s) {
+    const int32_t pos = slot_positions[s];
+    if (pos != -1 && pos <= earliest) continue;
+    for (std::size_t i = 0; i < nq; ++i)
+      if (pos == -1 || pos > query_pos[i]) scores[i * ns + static_cast<std::size_t>(s)] = kNegInf;
+  }
   bool any[kMaxGroupQueries] = {};
   for (std::size_t i = 0; i < nq; ++i) {
-    float* si = scores + i * ns;
-    const int32_t qp = query_pos[i];
-    for (int s = 0; s < end; ++s) {
-      const bool vis = slot_positions[s] != -1 && slot_positions[s] <= qp;
-      if (!vis) si[s] = kNegInf;
-      any[i] = any[i] || vis;
-    }
-    if (any[i]) softmax(a, si, end, hv.f16);
+    any[i] = query_pos[i] >= least;
+    if (any[i]) softmax(a, scores + i * ns, end, hv.f16);
   }
 
   // Each V row is converted once (exactly) for all queries; the f32 p.v on

@@ -180,12 +180,18 @@ void scores_nq(const std::byte* k, std::size_t k_stride, int n_rows, const float
     }
     for (int i = 0; i < NQ; ++i) acc[i][r] = a[i];
   }
+  const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1u);
   for (int i = 0; i < NQ; ++i) {
     for (int r = n_rows; r < static_cast<int>(kLanes); ++r) acc[i][r] = _mm512_setzero_ps();
-    alignas(64) float s[kLanes];
-    _mm512_store_ps(s, fold16x16(acc[i]));
-    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+    const __m512 folded = fold16x16(acc[i]);
     float* oi = out + static_cast<std::size_t>(i) * out_stride;
+    if (whole == hd) {  // no tail: scale and store all rows at once
+      _mm512_mask_storeu_ps(oi, rows, _mm512_mul_ps(folded, _mm512_set1_ps(scale)));
+      continue;
+    }
+    alignas(64) float s[kLanes];
+    _mm512_store_ps(s, folded);
+    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
     for (int r = 0; r < n_rows; ++r) {
       const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
       float sr = s[r];
