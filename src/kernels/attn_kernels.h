@@ -4,9 +4,8 @@
 //
 // Each routine's floating-point operations are fixed lane by lane below and
 // are the same on every path; attn_kernels_scalar.cpp states them in plain
-// C++. So the paths agree bitwise, except that the AVX2 exp may differ in
-// the last place where its result is an f32 subnormal (< 2^-126), see
-// attn_exp.h. What a result depends on is its own row and query only: never
+// C++. So the paths agree bitwise (attn_kernels_test checks it). What a
+// result depends on is its own row and query only: never
 // on how many rows or queries one call takes, which is what keeps grouped
 // attention bitwise equal to one query at a time.
 #pragma once

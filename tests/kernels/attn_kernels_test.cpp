@@ -1,6 +1,6 @@
 // attn_kernels.h: the exp against std::exp, and every path against the
-// scalar reference. The paths are meant to agree bitwise (the AVX2 exp
-// included, see attn_exp.h), so that is what is checked; accuracy is checked
+// scalar reference. The paths are meant to agree bitwise, so that is what
+// is checked; accuracy is checked
 // against double-precision references with the tolerances stated below.
 #include "kernels/attn_kernels.h"
 
