@@ -2,7 +2,9 @@
 // and per SIMD path: `build/clmcache_microbench [--benchmark_filter=...]`.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -130,6 +132,97 @@ void BM_AttentionF16(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_AttentionF16)->Arg(512)->Arg(4096);
+
+// Causal prefill attention of a range(0)-token prompt for one layer, as the
+// model runs it: groups of kMaxGroupQueries consecutive tokens, every head,
+// f16 cache, one thread. range(1): head dim (heads = 768 / head dim). range(2):
+// kernel path. Reports query-slot pairs per second.
+void BM_PrefillAttentionF16(benchmark::State& state) {
+  const int n_ctx = static_cast<int>(state.range(0));
+  const int hd = static_cast<int>(state.range(1));
+  const auto path = static_cast<KernelPath>(state.range(2));
+  if (!kernel_path_supported(path)) {
+    state.SkipWithError("kernel path not supported on this CPU");
+    return;
+  }
+  set_kernel_path(path);
+  const int n_heads = 768 / hd;
+  KvGeometry g{1, n_heads, hd, 32, KvType::F16};
+  const int n_blocks = (n_ctx + g.block_size - 1) / g.block_size;
+  std::vector<std::byte> arena(g.block_bytes() * static_cast<std::size_t>(n_blocks));
+  std::vector<std::byte*> blocks;
+  for (int b = 0; b < n_blocks; ++b) blocks.push_back(arena.data() + g.block_bytes() * static_cast<std::size_t>(b));
+  const std::size_t row = static_cast<std::size_t>(n_heads) * static_cast<std::size_t>(hd);
+  std::vector<int32_t> positions(static_cast<std::size_t>(n_ctx));
+  for (int s = 0; s < n_ctx; ++s) {
+    positions[static_cast<std::size_t>(s)] = s;
+    const auto k = random_floats(row, 100 + static_cast<uint32_t>(s));
+    const auto v = random_floats(row, 9000 + static_cast<uint32_t>(s));
+    write_kv(k.data(), v.data(), g, 0, blocks[static_cast<std::size_t>(s / g.block_size)], s % g.block_size);
+  }
+  const auto q = random_floats(static_cast<std::size_t>(n_ctx) * row, 8);
+  std::vector<float> out(q.size());
+  std::vector<float> scratch(attend_group_scratch_floats(kMaxGroupQueries, n_ctx, hd));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (auto _ : state) {
+    for (int t = 0; t < n_ctx; t += kMaxGroupQueries) {
+      const int nq = std::min(kMaxGroupQueries, n_ctx - t);
+      int32_t pos[kMaxGroupQueries];
+      for (int i = 0; i < nq; ++i) pos[i] = t + i;
+      for (int h = 0; h < n_heads; ++h)
+        attend_paged_head_group(q.data() + static_cast<std::size_t>(t) * row, row, nq, n_heads, h, g, 0,
+                                blocks.data(), positions.data(), n_ctx, pos, scale,
+                                out.data() + static_cast<std::size_t>(t) * row, row, scratch.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double pairs = static_cast<double>(n_heads) * n_ctx * (n_ctx + 1) / 2.0;
+  state.counters["pairs/s"] = benchmark::Counter(pairs, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(kernel_path_name(path)));
+  set_kernel_path(best_kernel_path());
+}
+BENCHMARK(BM_PrefillAttentionF16)
+    ->Args({512, 64, static_cast<int64_t>(KernelPath::Avx512)})
+    ->Args({512, 128, static_cast<int64_t>(KernelPath::Avx512)})
+    ->Args({512, 64, static_cast<int64_t>(KernelPath::Avx2)})
+    ->Args({512, 64, static_cast<int64_t>(KernelPath::Scalar)})
+    ->Unit(benchmark::kMillisecond);
+
+// A short warm query over a long cache: range(0) new tokens after range(1)
+// cached ones, as one group per kMaxGroupQueries tokens, 12 heads of 64, f16.
+void BM_WarmQueryAttentionF16(benchmark::State& state) {
+  const int n_new = static_cast<int>(state.range(0));
+  const int n_ctx = n_new + static_cast<int>(state.range(1));
+  constexpr int kHeads = 12, kHd = 64;
+  KvGeometry g{1, kHeads, kHd, 32, KvType::F16};
+  const int n_blocks = (n_ctx + g.block_size - 1) / g.block_size;
+  std::vector<std::byte> arena(g.block_bytes() * static_cast<std::size_t>(n_blocks));
+  std::vector<std::byte*> blocks;
+  for (int b = 0; b < n_blocks; ++b) blocks.push_back(arena.data() + g.block_bytes() * static_cast<std::size_t>(b));
+  constexpr std::size_t kRow = kHeads * kHd;
+  std::vector<int32_t> positions(static_cast<std::size_t>(n_ctx));
+  for (int s = 0; s < n_ctx; ++s) {
+    positions[static_cast<std::size_t>(s)] = s;
+    const auto kv = random_floats(kRow, 300 + static_cast<uint32_t>(s));
+    write_kv(kv.data(), kv.data(), g, 0, blocks[static_cast<std::size_t>(s / g.block_size)], s % g.block_size);
+  }
+  const auto q = random_floats(static_cast<std::size_t>(n_new) * kRow, 8);
+  std::vector<float> out(q.size());
+  std::vector<float> scratch(attend_group_scratch_floats(kMaxGroupQueries, n_ctx, kHd));
+  for (auto _ : state) {
+    for (int t = 0; t < n_new; t += kMaxGroupQueries) {
+      const int nq = std::min(kMaxGroupQueries, n_new - t);
+      int32_t pos[kMaxGroupQueries];
+      for (int i = 0; i < nq; ++i) pos[i] = n_ctx - n_new + t + i;
+      for (int h = 0; h < kHeads; ++h)
+        attend_paged_head_group(q.data() + static_cast<std::size_t>(t) * kRow, kRow, nq, kHeads, h, g, 0,
+                                blocks.data(), positions.data(), n_ctx, pos, 0.125f,
+                                out.data() + static_cast<std::size_t>(t) * kRow, kRow, scratch.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+BENCHMARK(BM_WarmQueryAttentionF16)->Args({17, 871})->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace clm

@@ -1,35 +1,68 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
-#include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "kernels/attn_kernels.h"
 #include "kernels/vec_dot.h"
-#include "util/half.h"
 
 namespace clm {
 
+static_assert(kAttnGroupRows == kAttnMaxRows);
+static_assert(kMaxGroupQueries <= kAttnMaxQueries);
+
 namespace {
 
-void store_row(const float* src, std::size_t n, KvType type, std::byte* dst) {
-  if (type == KvType::F32) {
-    std::memcpy(dst, src, n * sizeof(float));
-    return;
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint16_t h = f32_to_f16(src[i]);
-    std::memcpy(dst + 2 * i, &h, 2);
-  }
-}
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // With an f16 cache both operands of each product are f16 values: the query
 // against K and the probabilities against V. That is llama.cpp's precision
 // with an f16 cache, so the golden outputs it produced are reproduced closely.
-const float* round_to_f16(const float* x, std::size_t n, float* dst) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(f32_to_f16(x[i]));
-  return dst;
+void round_to_f16(const AttnKernels& a, const VecKernels& v, const float* x, std::size_t n, float* dst) {
+  std::array<std::byte, 512> half;
+  for (std::size_t i = 0; i < n; i += half.size() / 2) {
+    const std::size_t m = std::min(half.size() / 2, n - i);
+    a.f32_to_f16_row(x + i, half.data(), m);
+    v.f16_to_f32_row(half.data(), dst + i, m);
+  }
+}
+
+// What attend_paged_head and attend_paged_head_group share, so that a query's
+// operations are the same in both.
+struct HeadView {
+  HeadView(const KvGeometry& g, int layer, int n_heads, int head, std::byte* const* b)
+      : blocks(b),
+        hd(static_cast<std::size_t>(g.head_dim)),
+        row(hd * g.elem_bytes()),
+        bs(g.block_size),
+        f16(g.type == KvType::F16) {
+    const int kvh = head / (n_heads / g.n_kv_heads);
+    k_off = g.k_offset(layer, kvh);
+    v_off = g.v_offset(layer, kvh);
+  }
+  std::byte* const* blocks;
+  std::size_t hd, row;
+  int bs;
+  bool f16;
+  std::size_t k_off = 0, v_off = 0;
+
+  const std::byte* slot_row(int s) const { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; }
+  // Slots [s, s + chunk(s, end)) are consecutive rows of one block, at most kAttnMaxRows.
+  int chunk(int s, int end) const { return std::min({kAttnMaxRows, bs - s % bs, end - s}); }
+};
+
+// Scores (masked ones -inf) to probabilities in place; the same calls for a
+// query whichever kernel it goes through. Slots past `end` would all be -inf,
+// which adds exactly nothing to max or sum, so a longer `end` gives the same
+// probabilities.
+void softmax(const AttnKernels& a, float* s, int end, bool f16) {
+  const std::size_t n = static_cast<std::size_t>(end);
+  const float max = a.max_row(s, n);
+  const double sum = a.exp_sum_row(s, n, max);
+  a.scale_row(s, n, static_cast<float>(1.0 / sum), f16);
 }
 
 }  // namespace
@@ -38,47 +71,43 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
                        std::byte* const* blocks, const int32_t* slot_positions, int n_slots, int32_t query_pos,
                        float scale, float* out, float* scratch, float* slot_mass) {
   assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
-  const VecKernels& k = active_vec_kernels();
-  const auto dot = g.type == KvType::F16 ? k.dot_f16 : k.dot_f32;
-  const auto axpy = g.type == KvType::F16 ? k.axpy_f16 : k.axpy_f32;
-  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t row = hd * g.elem_bytes();
-  const int bs = g.block_size;
-  const int kvh = head / (n_heads / g.n_kv_heads);
+  const AttnKernels& a = active_attn_kernels();
+  const HeadView hv(g, layer, n_heads, head, blocks);
+  const std::size_t hd = hv.hd;
   auto visible = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= query_pos; };
-  auto slot_row = [&](int s) { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; };
 
-  const std::size_t k_off = g.k_offset(layer, kvh);
-  const std::size_t v_off = g.v_offset(layer, kvh);
   const float* qh = q + static_cast<std::size_t>(head) * hd;
-  if (g.type == KvType::F16) qh = round_to_f16(qh, hd, scratch + n_slots);
+  if (hv.f16) {
+    round_to_f16(a, active_vec_kernels(), qh, hd, scratch + n_slots);
+    qh = scratch + n_slots;
+  }
   float* oh = out + static_cast<std::size_t>(head) * hd;
   std::fill(oh, oh + hd, 0.0f);
 
-  float max = -std::numeric_limits<float>::infinity();
-  bool any = false;
-  for (int s = 0; s < n_slots; ++s) {
-    if (!visible(s)) continue;
-    scratch[s] = dot(slot_row(s) + k_off, qh, hd) * scale;
-    max = std::fmax(max, scratch[s]);
-    any = true;
-  }
-  if (!any) return;
+  int end = 0;
+  for (int s = 0; s < n_slots; ++s)
+    if (visible(s)) end = s + 1;
+  if (end == 0) return;
 
-  double sum = 0.0;
-  for (int s = 0; s < n_slots; ++s) {
-    if (!visible(s)) continue;
-    scratch[s] = std::exp(scratch[s] - max);
-    sum += scratch[s];
+  const auto scores = hv.f16 ? a.scores_f16 : a.scores_f32;
+  for (int s = 0; s < end;) {
+    const int n = hv.chunk(s, end);
+    scores(hv.slot_row(s) + hv.k_off, hv.row, n, qh, hd, 1, hd, scale, scratch + s, 0);
+    s += n;
   }
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int s = 0; s < n_slots; ++s) {
-    if (!visible(s)) continue;
-    float p = scratch[s] * inv;
-    if (g.type == KvType::F16) p = f16_to_f32(f32_to_f16(p));
-    axpy(p, slot_row(s) + v_off, oh, hd);
-    if (slot_mass) slot_mass[s] += p;
+  for (int s = 0; s < end; ++s)
+    if (!visible(s)) scratch[s] = kNegInf;
+  softmax(a, scratch, end, hv.f16);
+
+  const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;
+  for (int s = 0; s < end;) {
+    const int n = std::min(hv.bs - s % hv.bs, end - s);
+    pv(scratch + s, hv.slot_row(s) + hv.v_off, hv.row, n, hd, oh);
+    s += n;
   }
+  if (slot_mass)
+    for (int s = 0; s < end; ++s)
+      if (visible(s)) slot_mass[s] += scratch[s];
 }
 
 void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries, int n_heads, int head,
@@ -87,113 +116,84 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
                              float* scratch) {
   assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
   assert(n_queries >= 1 && n_queries <= kMaxGroupQueries);
-  const VecKernels& k = active_vec_kernels();
-  const bool f16 = g.type == KvType::F16;
-  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t row = hd * g.elem_bytes();
+  const AttnKernels& a = active_attn_kernels();
+  const VecKernels& vk = active_vec_kernels();
+  const HeadView hv(g, layer, n_heads, head, blocks);
+  const std::size_t hd = hv.hd;
   const std::size_t ns = static_cast<std::size_t>(n_slots);
   const std::size_t nq = static_cast<std::size_t>(n_queries);
-  const int bs = g.block_size;
-  const int kvh = head / (n_heads / g.n_kv_heads);
-  auto slot_row = [&](int s) { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; };
-  const std::size_t k_off = g.k_offset(layer, kvh);
-  const std::size_t v_off = g.v_offset(layer, kvh);
 
-  float* scores = scratch;              // [nq][n_slots]: scores, then probabilities
-  float* qs = scratch + nq * ns;        // [nq][head_dim]: the queries, contiguous for dot4
-  float* k_row = qs + nq * hd;          // one K row as f32
-  float* v_row = k_row + hd;            // one V row as f32
-  // The f32 dot and axpy over a converted row give bitwise what the f16 ones
-  // give over the stored row (the conversion is exact), so the per-query
-  // arithmetic is attend_paged_head's.
-  auto k_of = [&](int s) {
-    const std::byte* p = slot_row(s) + k_off;
-    if (!f16) return p;
-    k.f16_to_f32_row(p, k_row, hd);
-    return reinterpret_cast<const std::byte*>(k_row);
-  };
-  auto v_of = [&](int s) {
-    const std::byte* p = slot_row(s) + v_off;
-    if (!f16) return p;
-    k.f16_to_f32_row(p, v_row, hd);
-    return reinterpret_cast<const std::byte*>(v_row);
-  };
+  float* scores = scratch;        // [nq][n_slots]: scores, then probabilities
+  float* qs = scratch + nq * ns;  // [nq][head_dim]: the queries, contiguous
+  float* v_rows = qs + nq * hd;   // [kAttnGroupRows][head_dim]: V rows as f32
 
-  int32_t latest = -1;
+  int32_t latest = -1, earliest = query_pos[0];
   for (std::size_t i = 0; i < nq; ++i) {
     const float* qi = q + i * q_stride + static_cast<std::size_t>(head) * hd;
-    if (f16)
-      round_to_f16(qi, hd, qs + i * hd);
+    if (hv.f16)
+      round_to_f16(a, vk, qi, hd, qs + i * hd);
     else
       std::copy(qi, qi + hd, qs + i * hd);
     float* oi = out + i * out_stride + static_cast<std::size_t>(head) * hd;
     std::fill(oi, oi + hd, 0.0f);
     latest = std::max(latest, query_pos[i]);
+    earliest = std::min(earliest, query_pos[i]);
   }
-  // Slots past the last one any query sees need no visit.
+  auto seen_by_any = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= latest; };
+  // Slots past the last one any query sees need no visit. A query sees some
+  // slot iff its position reaches the least stored one.
   int end = 0;
-  for (int s = 0; s < n_slots; ++s)
-    if (slot_positions[s] != -1 && slot_positions[s] <= latest) end = s + 1;
-  // Bit i: query i sees the slot.
-  auto seen_by = [&](int s) {
-    unsigned mask = 0;
-    const int32_t pos = slot_positions[s];
-    if (pos == -1) return mask;
-    for (std::size_t i = 0; i < nq; ++i)
-      if (pos <= query_pos[i]) mask |= 1u << i;
-    return mask;
+  int32_t least = std::numeric_limits<int32_t>::max();
+  for (int s = 0; s < n_slots; ++s) {
+    if (!seen_by_any(s)) continue;
+    end = s + 1;
+    least = std::min(least, slot_positions[s]);
+  }
+  if (end == 0) return;
+  auto chunk_seen = [&](int s, int n) {
+    for (int t = s; t < s + n; ++t)
+      if (seen_by_any(t)) return true;
+    return false;
   };
 
-  float max[kMaxGroupQueries];
-  std::fill(max, max + nq, -std::numeric_limits<float>::infinity());
-  unsigned any = 0;
-  for (int s = 0; s < end; ++s) {
-    const unsigned seen = seen_by(s);
-    if (seen == 0) continue;
-    const std::byte* kr = k_of(s);
-    float dots[kMaxGroupQueries];
-    std::size_t i = 0;
-    for (; i + 4 <= nq; i += 4) k.dot4_f32(kr, qs + i * hd, hd, hd, dots + i);
-    for (; i < nq; ++i) dots[i] = k.dot_f32(kr, qs + i * hd, hd);
-    for (i = 0; i < nq; ++i) {
-      if (!((seen >> i) & 1u)) continue;
-      float& score = scores[i * ns + static_cast<std::size_t>(s)];
-      score = dots[i] * scale;
-      max[i] = std::fmax(max[i], score);
-    }
-    any |= seen;
+  // Each K row is read once for all queries; a score is the same whichever
+  // rows and queries share its call.
+  const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
+  for (int s = 0; s < end;) {
+    const int n = hv.chunk(s, end);
+    if (chunk_seen(s, n)) score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
+    s += n;
   }
-  if (any == 0) return;
-
+  // Under a causal mask all but the group's last few slots are seen by every
+  // query; only the others need a look per query.
+  for (int s = 0; s < end; ++s) {
+    const int32_t pos = slot_positions[s];
+    if (pos != -1 && pos <= earliest) continue;
+    for (std::size_t i = 0; i < nq; ++i)
+      if (pos == -1 || pos > query_pos[i]) scores[i * ns + static_cast<std::size_t>(s)] = kNegInf;
+  }
+  bool any[kMaxGroupQueries] = {};
   for (std::size_t i = 0; i < nq; ++i) {
-    if (!((any >> i) & 1u)) continue;
-    float* si = scores + i * ns;
-    const int32_t qp = query_pos[i];
-    auto visible = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= qp; };
-    double sum = 0.0;
-    for (int s = 0; s < end; ++s) {
-      if (!visible(s)) continue;
-      si[s] = std::exp(si[s] - max[i]);
-      sum += si[s];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    for (int s = 0; s < end; ++s) {
-      if (!visible(s)) continue;
-      float p = si[s] * inv;
-      if (f16) p = f16_to_f32(f32_to_f16(p));
-      si[s] = p;
-    }
+    any[i] = query_pos[i] >= least;
+    if (any[i]) softmax(a, scores + i * ns, end, hv.f16);
   }
 
-  for (int s = 0; s < end; ++s) {
-    const unsigned seen = seen_by(s);
-    if (seen == 0) continue;
-    const std::byte* vr = v_of(s);
-    for (std::size_t i = 0; i < nq; ++i) {
-      if (!((seen >> i) & 1u)) continue;
-      k.axpy_f32(scores[i * ns + static_cast<std::size_t>(s)], vr,
-                 out + i * out_stride + static_cast<std::size_t>(head) * hd, hd);
+  // Each V row is converted once (exactly) for all queries; the f32 p.v on
+  // the converted rows is bitwise the f16 one on the stored rows.
+  for (int s = 0; s < end;) {
+    const int n = hv.chunk(s, end);
+    if (chunk_seen(s, n)) {
+      const std::byte* vr = hv.slot_row(s) + hv.v_off;
+      if (hv.f16) {
+        vk.f16_to_f32_row(vr, v_rows, static_cast<std::size_t>(n) * hd);
+        vr = reinterpret_cast<const std::byte*>(v_rows);
+      }
+      for (std::size_t i = 0; i < nq; ++i)
+        if (any[i])
+          a.pv_f32(scores + i * ns + s, vr, hd * sizeof(float), n, hd,
+                   out + i * out_stride + static_cast<std::size_t>(head) * hd);
     }
+    s += n;
   }
 }
 
@@ -207,12 +207,19 @@ void attend_paged(const float* q, int n_heads, const KvGeometry& g, int layer, s
 
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,
               int offset_in_block) {
+  const AttnKernels& a = active_attn_kernels();
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
   const std::size_t at = static_cast<std::size_t>(offset_in_block) * hd * g.elem_bytes();
+  auto store = [&](const float* src, std::byte* dst) {
+    if (g.type == KvType::F32)
+      std::memcpy(dst, src, hd * sizeof(float));
+    else
+      a.f32_to_f16_row(src, dst, hd);
+  };
   for (int h = 0; h < g.n_kv_heads; ++h) {
     const std::size_t src = static_cast<std::size_t>(h) * hd;
-    store_row(k + src, hd, g.type, block + g.k_offset(layer, h) + at);
-    store_row(v + src, hd, g.type, block + g.v_offset(layer, h) + at);
+    store(k + src, block + g.k_offset(layer, h) + at);
+    store(v + src, block + g.v_offset(layer, h) + at);
   }
 }
 

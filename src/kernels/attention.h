@@ -17,6 +17,7 @@ namespace clm {
 // scale * q.k in f32; softmax subtracts the max; out = sum_s p_s v_s with the
 // sums taken in slot order. With an f16 cache, q and p are rounded to f16
 // before their products (f16 x f16 products, f32 sums), as llama.cpp does.
+// The arithmetic of each step, lane by lane, is attn_kernels.h's.
 // A query that sees no slot gets out = 0.
 // scratch: at least n_slots + head_dim floats. slot_mass: null, or n_slots floats to
 // which each slot's probability, summed over heads, is added (for eviction
@@ -35,11 +36,13 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
 
 // Most queries attend_paged_head_group takes at once.
 inline constexpr int kMaxGroupQueries = 8;
+// V rows attend_paged_head_group converts to f32 at a time.
+inline constexpr int kAttnGroupRows = 16;
 
 // Floats of scratch attend_paged_head_group needs.
 inline std::size_t attend_group_scratch_floats(int n_queries, int n_slots, int head_dim) {
   return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim) +
-         2 * static_cast<std::size_t>(head_dim);
+         kAttnGroupRows * static_cast<std::size_t>(head_dim);
 }
 
 // attend_paged_head for n_queries (1..kMaxGroupQueries) queries of one

@@ -1,0 +1,277 @@
+// The AVX-512 (F+BW) path of attn_kernels.h: one 16-lane vector is one set of
+// the reference's lanes. Compiled for those instructions by a target pragma
+// and run only after cpu_features has confirmed them (and AVX2+FMA+F16C).
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "kernels/attn_exp.h"
+#include "kernels/attn_kernels.h"
+#include "util/half.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx2,fma,f16c")
+// GCC 12's own 512->256 casts read a deliberately undefined register, which
+// -Wuninitialized reports once the intrinsics are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace clm {
+
+namespace {
+
+constexpr std::size_t kLanes = 16;
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+inline __mmask16 tail_mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+inline float read_f32(const std::byte* p, std::size_t i) {
+  float v;
+  std::memcpy(&v, p + 4 * i, 4);
+  return v;
+}
+inline float read_f16(const std::byte* p, std::size_t i) {
+  uint16_t v;
+  std::memcpy(&v, p + 2 * i, 2);
+  return _cvtsh_ss(v);
+}
+
+struct LoadF32 {
+  static constexpr std::size_t kBytes = 4;
+  static __m512 vec(const std::byte* p) { return _mm512_loadu_ps(p); }
+  static float one(const std::byte* p, std::size_t i) { return read_f32(p, i); }
+};
+struct LoadF16 {
+  static constexpr std::size_t kBytes = 2;
+  static __m512 vec(const std::byte* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static float one(const std::byte* p, std::size_t i) { return read_f16(p, i); }
+};
+
+// attn_exp.h's algorithm on 16 lanes. The clamps keep NaN (max/min return
+// their second operand when either is NaN); scalef rounds p * 2^n once, as
+// ldexp does.
+inline __m512 exp16(__m512 x) {
+  using namespace attn_exp;
+  x = _mm512_max_ps(_mm512_set1_ps(kMin), x);
+  x = _mm512_min_ps(_mm512_set1_ps(kMax), x);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), kRound);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Hi), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(-kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(kC7);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC5));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC4));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC1));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC0));
+  return _mm512_scalef_ps(p, n);
+}
+
+void exp_row(const float* x, float* y, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) _mm512_storeu_ps(y + i, exp16(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, m, exp16(_mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+float max_row(const float* x, std::size_t n) {
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 m = ninf;
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) m = _mm512_max_ps(_mm512_loadu_ps(x + i), m);
+  if (i < n) m = _mm512_max_ps(_mm512_mask_loadu_ps(ninf, tail_mask(n - i), x + i), m);
+  return _mm512_reduce_max_ps(m);
+}
+
+// Lanes 0-7 and 8-15 of the reference's sixteen double lanes.
+inline void add_lanes(__m512 e, __m512d& lo, __m512d& hi) {
+  lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+  hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+}
+
+double exp_sum_row(float* x, std::size_t n, float max) {
+  const __m512 vmax = _mm512_set1_ps(max);
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vmax));
+    _mm512_storeu_ps(x + i, e);
+    add_lanes(e, lo, hi);
+  }
+  if (i < n) {
+    // Lanes past the end read -inf: exp gives +0, which leaves a lane as it is.
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_mask_loadu_ps(ninf, m, x + i), vmax));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    add_lanes(e, lo, hi);
+  }
+  const __m512d b = _mm512_add_pd(lo, hi);                                                    // l + l+8
+  const __m256d c = _mm256_add_pd(_mm512_castpd512_pd256(b), _mm512_extractf64x4_pd(b, 1));  // l + l+4
+  const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(c), _mm256_extractf128_pd(c, 1));       // l + l+2
+  return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+}
+
+inline __m512 round_f16(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, kRound)); }
+
+void scale_row(float* x, std::size_t n, float inv, bool round) {
+  const __m512 vinv = _mm512_set1_ps(inv);
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 p = _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv);
+    _mm512_storeu_ps(x + i, round ? round_f16(p) : p);
+  }
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), vinv);
+    _mm512_mask_storeu_ps(x + i, m, round ? round_f16(p) : p);
+  }
+}
+
+// Sixteen vectors (one score's lanes each) to one vector of their sums, in
+// order, each by the reference's halving: pairs of 256-bit halves, then
+// 128-bit quarters, then within quarters, so that lane j of the result ends
+// as slot 4 * (j % 4) + j / 4, which the final permute puts back.
+inline __m512 fold_pair_256(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+}
+inline __m512 fold_pair_128(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xDD));
+}
+inline __m512 fold_pair_64(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x44), _mm512_shuffle_ps(a, b, 0xEE));
+}
+inline __m512 fold_pair_32(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_ps(a, b, 0x88), _mm512_shuffle_ps(a, b, 0xDD));
+}
+inline __m512 fold16x16(const __m512* v) {
+  __m512 c[8], e[4], g[2];
+  for (int i = 0; i < 8; ++i) c[i] = fold_pair_256(v[2 * i], v[2 * i + 1]);
+  for (int i = 0; i < 4; ++i) e[i] = fold_pair_128(c[2 * i], c[2 * i + 1]);
+  for (int i = 0; i < 2; ++i) g[i] = fold_pair_64(e[2 * i], e[2 * i + 1]);
+  const __m512 f = fold_pair_32(g[0], g[1]);
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, f);
+}
+
+// NQ queries against each row; a row's vectors are loaded and converted once
+// for all of them.
+template <int NQ, class Load>
+void scores_nq(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
+               std::size_t hd, float scale, float* out, std::size_t out_stride) {
+  constexpr std::size_t kB = Load::kBytes;
+  const std::size_t whole = hd / kLanes * kLanes;
+  __m512 acc[NQ][kLanes];
+  for (int r = 0; r < n_rows; ++r) {
+    const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
+    __m512 a[NQ];
+    for (int i = 0; i < NQ; ++i) a[i] = _mm512_setzero_ps();
+    for (std::size_t j = 0; j < whole; j += kLanes) {
+      const __m512 kv = Load::vec(kr + j * kB);
+      for (int i = 0; i < NQ; ++i)
+        a[i] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + static_cast<std::size_t>(i) * q_stride + j), a[i]);
+    }
+    for (int i = 0; i < NQ; ++i) acc[i][r] = a[i];
+  }
+  const __mmask16 rows = static_cast<__mmask16>((1u << n_rows) - 1u);
+  for (int i = 0; i < NQ; ++i) {
+    for (int r = n_rows; r < static_cast<int>(kLanes); ++r) acc[i][r] = _mm512_setzero_ps();
+    const __m512 folded = fold16x16(acc[i]);
+    float* oi = out + static_cast<std::size_t>(i) * out_stride;
+    if (whole == hd) {  // no tail: scale and store all rows at once
+      _mm512_mask_storeu_ps(oi, rows, _mm512_mul_ps(folded, _mm512_set1_ps(scale)));
+      continue;
+    }
+    alignas(64) float s[kLanes];
+    _mm512_store_ps(s, folded);
+    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+    for (int r = 0; r < n_rows; ++r) {
+      const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
+      float sr = s[r];
+      for (std::size_t t = whole; t < hd; ++t) sr = std::fma(Load::one(kr, t), qi[t], sr);
+      oi[r] = sr * scale;
+    }
+  }
+}
+
+template <class Load>
+void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
+            std::size_t hd, float scale, float* out, std::size_t out_stride) {
+  switch (n_q) {
+    case 1: return scores_nq<1, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 2: return scores_nq<2, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 3: return scores_nq<3, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 4: return scores_nq<4, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 5: return scores_nq<5, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 6: return scores_nq<6, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    case 7: return scores_nq<7, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    default: return scores_nq<8, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+  }
+}
+
+// W vectors of out stay in registers across all rows; each element sees the
+// reference's fma sequence.
+template <int W, class Load>
+void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, float* out) {
+  __m512 acc[W];
+  for (int j = 0; j < W; ++j) acc[j] = _mm512_loadu_ps(out + j * kLanes);
+  for (int r = 0; r < n_rows; ++r) {
+    if (p[r] == 0.0f) continue;
+    const __m512 pr = _mm512_set1_ps(p[r]);
+    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
+    for (int j = 0; j < W; ++j) acc[j] = _mm512_fmadd_ps(pr, Load::vec(vr + j * kLanes * Load::kBytes), acc[j]);
+  }
+  for (int j = 0; j < W; ++j) _mm512_storeu_ps(out + j * kLanes, acc[j]);
+}
+
+template <class Load>
+void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out) {
+  constexpr std::size_t kB = Load::kBytes;
+  std::size_t d = 0;
+  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_span<4, Load>(p, v + d * kB, v_stride, n_rows, out + d);
+  for (; d + kLanes <= hd; d += kLanes) pv_span<1, Load>(p, v + d * kB, v_stride, n_rows, out + d);
+  for (; d < hd; ++d)
+    for (int r = 0; r < n_rows; ++r)
+      if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
+}
+
+void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), kRound));
+  for (; i < n; ++i) {
+    const uint16_t h = f32_to_f16(x[i]);
+    std::memcpy(dst + 2 * i, &h, 2);
+  }
+}
+
+}  // namespace
+}  // namespace clm
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+
+namespace clm {
+
+// Outside the target region: callable on any CPU, it only hands out addresses.
+const AttnKernels& avx512_attn_kernels() {
+  static constexpr AttnKernels k{.exp_row = exp_row,
+                                 .max_row = max_row,
+                                 .exp_sum_row = exp_sum_row,
+                                 .scale_row = scale_row,
+                                 .scores_f16 = scores<LoadF16>,
+                                 .scores_f32 = scores<LoadF32>,
+                                 .pv_f16 = pv<LoadF16>,
+                                 .pv_f32 = pv<LoadF32>,
+                                 .f32_to_f16_row = f32_to_f16_row};
+  return k;
+}
+
+}  // namespace clm
