@@ -1,0 +1,211 @@
+// The k-quant dots on 256-bit registers, following the canonical reduction of
+// kquant_blocks.h: each 32 elements go through vpmaddubsw and a scale
+// multiply-add into 8 int32 lanes, the per-lane float steps are 8-lane fmas,
+// and a row ends in one fixed horizontal sum. Included by the AVX2 and AVX-512
+// sources inside their target regions, after each defines
+// k_scaled_add256(acc, pairs, scales) (acc + the int16 pairs times scales,
+// summed pairwise into int32), so each gets a copy compiled for its own
+// instructions. AVX-512 runs these too: Zen 4 splits 512-bit operations in
+// two, and at one activation row the 256-bit form needs no cross-lane shuffles.
+#pragma once
+
+namespace clm {
+namespace {
+
+inline __m256i k256_load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+inline __m128i k128_load(const std::byte* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+// The 12 packed scale bytes of Q4_K/Q5_K as 16 bytes: sc[0..7], then m[0..7].
+// Viewed as three little-endian words u0, u1, u2 (bytes 0-3, 4-7, 8-11):
+// sc[0..3] = u0 & 0x3f.., m[0..3] = u1 & 0x3f.., sc[4..7] = (u2 & 0x0f..) |
+// ((u0 >> 2) & 0x30..), m[4..7] = ((u2 >> 4) & 0x0f..) | ((u1 >> 2) & 0x30..);
+// each mask keeps bits that stay inside their byte. Reads 16 bytes: the block
+// goes on past its scales.
+inline __m128i k_scales_mins(const std::byte* scales) {
+  const __m128i v = k128_load(scales);
+  const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // u0 u2 u1 u2
+  const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // u0 u0 u1 u1
+  const __m128i low = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
+                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i high = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  return _mm_or_si128(low, high);
+}
+
+// int16 lanes all equal to word w (0..7) of each 128-bit half of v.
+inline __m256i k_word_splat(__m256i v, int w) {
+  const __m256i pick = _mm256_set1_epi16(static_cast<int16_t>((2 * w) | ((2 * w + 1) << 8)));
+  return _mm256_shuffle_epi8(v, pick);
+}
+
+// [d, dmin] of a Q4_K/Q5_K block (two f16 at its start) times xd, as floats.
+// F16C converts exactly, as f16_to_f32 does; each product rounds once, as in
+// the scalar reference.
+inline float k_f16(const std::byte* p) { return _cvtsh_ss(load_field<uint16_t>(p)); }
+
+// The per-format parts. Each gives, for a super-block: prepare() once, then
+// codes(k) and scales(k) for each 32-element group k (unsigned codes and the
+// int16 multipliers of their maddubs pair sums), bsum_weights() (int16
+// multipliers of the activation's 16 block sums) and the float factors.
+template <class Block, bool kFifthBit>
+struct KMin256 {
+  using BlockType = Block;
+  static constexpr bool kMins = true;
+  const std::byte* wb;
+  __m256i sc;        // sc[0..7] as int16 in both halves
+  __m256i mins;      // m[0..7] as int16, each twice: weights of bsums 2j, 2j + 1
+  __m256i qs, qh;
+  explicit KMin256(const std::byte* block) : wb(block) {
+    const __m128i sm = k_scales_mins(wb + offsetof(Block, scales));
+    sc = _mm256_cvtepu8_epi16(_mm_unpacklo_epi64(sm, sm));
+    mins = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    if constexpr (kFifthBit) qh = k256_load(wb + offsetof(BlockQ5_K, qh));
+  }
+  // Group k is sub-block k: the low nibbles of qs[32 (k / 2) ..] for even k,
+  // the high ones for odd k.
+  __m256i codes(int k) {
+    const __m256i mask = _mm256_set1_epi8(15);
+    if ((k & 1) == 0) qs = k256_load(wb + offsetof(Block, qs) + 32 * (k / 2));
+    __m256i q = (k & 1) ? _mm256_and_si256(_mm256_srli_epi16(qs, 4), mask) : _mm256_and_si256(qs, mask);
+    if constexpr (kFifthBit) {
+      // Bit k of each qh byte moves to bit 4 of its own byte: a 16-bit shift
+      // by at most 4 keeps that bit inside the byte.
+      const __m256i sixteen = _mm256_set1_epi8(16);
+      const __m256i bit = k < 4 ? _mm256_slli_epi16(qh, 4 - k) : _mm256_srli_epi16(qh, k - 4);
+      q = _mm256_or_si256(q, _mm256_and_si256(bit, sixteen));
+    }
+    return q;
+  }
+  __m256i scales(int k) const { return k_word_splat(sc, k); }
+  __m256i bsum_weights() const { return mins; }
+  float d() const { return k_f16(wb + offsetof(Block, d)); }
+  float dmin() const { return k_f16(wb + offsetof(Block, dmin)); }
+};
+
+struct KQ6_256 {
+  using BlockType = BlockQ6_K;
+  static constexpr bool kMins = false;
+  const std::byte* wb;
+  __m256i s_lo, s_hi;  // scales 0..7 / 8..15 as int16, in both halves
+  __m256i s16;         // scales 0..15 as int16
+  __m256i l0, l1, qh;
+  explicit KQ6_256(const std::byte* block) : wb(block) {
+    s16 = _mm256_cvtepi8_epi16(k128_load(wb + offsetof(BlockQ6_K, scales)));
+    s_lo = _mm256_permute2x128_si256(s16, s16, 0x00);
+    s_hi = _mm256_permute2x128_si256(s16, s16, 0x11);
+  }
+  // Group k = 4h + g of half h: ql[64h + 32 (g & 1) ..] nibble g >> 1, with
+  // bits 2g, 2g + 1 of qh[32h ..] as its 16s and 32s.
+  __m256i codes(int k) {
+    const int h = k / 4, g = k % 4;
+    if (g == 0) {
+      l0 = k256_load(wb + offsetof(BlockQ6_K, ql) + 64 * h);
+      l1 = k256_load(wb + offsetof(BlockQ6_K, ql) + 64 * h + 32);
+      qh = k256_load(wb + offsetof(BlockQ6_K, qh) + 32 * h);
+    }
+    const __m256i l = (g & 1) ? l1 : l0;
+    const __m256i low = _mm256_and_si256(g >= 2 ? _mm256_srli_epi16(l, 4) : l, _mm256_set1_epi8(15));
+    // Bits 2g, 2g + 1 to bits 4, 5 of the same byte.
+    const __m256i bits = g < 2 ? _mm256_slli_epi16(qh, 4 - 2 * g) : g == 2 ? qh : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(low, _mm256_and_si256(bits, _mm256_set1_epi8(0x30)));
+  }
+  // Sub-blocks 2k (low half) and 2k + 1 (high half).
+  __m256i scales(int k) const {
+    const __m256i src = k < 4 ? s_lo : s_hi;
+    const int w = (2 * k) % 8;
+    const __m256i pick = _mm256_setr_epi8(
+        static_cast<char>(2 * w), static_cast<char>(2 * w + 1), static_cast<char>(2 * w), static_cast<char>(2 * w + 1),
+        static_cast<char>(2 * w), static_cast<char>(2 * w + 1), static_cast<char>(2 * w), static_cast<char>(2 * w + 1),
+        static_cast<char>(2 * w), static_cast<char>(2 * w + 1), static_cast<char>(2 * w), static_cast<char>(2 * w + 1),
+        static_cast<char>(2 * w), static_cast<char>(2 * w + 1), static_cast<char>(2 * w), static_cast<char>(2 * w + 1),
+        static_cast<char>(2 * w + 2), static_cast<char>(2 * w + 3), static_cast<char>(2 * w + 2),
+        static_cast<char>(2 * w + 3), static_cast<char>(2 * w + 2), static_cast<char>(2 * w + 3),
+        static_cast<char>(2 * w + 2), static_cast<char>(2 * w + 3), static_cast<char>(2 * w + 2),
+        static_cast<char>(2 * w + 3), static_cast<char>(2 * w + 2), static_cast<char>(2 * w + 3),
+        static_cast<char>(2 * w + 2), static_cast<char>(2 * w + 3), static_cast<char>(2 * w + 2),
+        static_cast<char>(2 * w + 3));
+    return _mm256_shuffle_epi8(src, pick);
+  }
+  __m256i bsum_weights() const { return s16; }
+  float d() const { return k_f16(wb + offsetof(BlockQ6_K, d)); }
+  float dmin() const { return 0.0f; }
+};
+
+inline float k_hsum256_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// R activation rows (x_stride bytes apart) against one weight row; each
+// weight group is unpacked once for all of them. Codes are unsigned (at most
+// 63) and activations in [-127, 127], so vpmaddubsw never saturates and every
+// integer after it is exact; integer sums may go in any order. One row keeps
+// two integer accumulators to halve the dependency chain.
+template <std::size_t R, class Format>
+void k_dot256(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  using Block = typename Format::BlockType;
+  constexpr int kAccs = R == 1 ? 2 : 1;
+  __m256 code[R], mins[R];
+  for (std::size_t r = 0; r < R; ++r) code[r] = mins[r] = _mm256_setzero_ps();
+  for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
+    Format f(w + b * sizeof(Block));
+    const std::byte* xb = xq + b * sizeof(BlockQ8_K);
+    __m256i acc[R][kAccs];
+    for (std::size_t r = 0; r < R; ++r)
+      for (int a = 0; a < kAccs; ++a) acc[r][a] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const __m256i q = f.codes(k);
+      const __m256i s = f.scales(k);
+      for (std::size_t r = 0; r < R; ++r) {
+        const __m256i x = k256_load(xb + r * x_stride + offsetof(BlockQ8_K, qs) + 32 * k);
+        acc[r][k % kAccs] = k_scaled_add256(acc[r][k % kAccs], _mm256_maddubs_epi16(q, x), s);
+      }
+    }
+    const float d = f.d();
+    const __m256i bw = f.bsum_weights();
+    for (std::size_t r = 0; r < R; ++r) {
+      const std::byte* xr = xb + r * x_stride;
+      __m256i isum = acc[r][0];
+      if constexpr (kAccs == 2) isum = _mm256_add_epi32(isum, acc[r][1]);
+      const __m256i bs = _mm256_madd_epi16(k256_load(xr + offsetof(BlockQ8_K, bsums)), bw);
+      const float xd = load_field<float>(xr);
+      if constexpr (Format::kMins) {
+        mins[r] = _mm256_fmadd_ps(_mm256_set1_ps(-(f.dmin() * xd)), _mm256_cvtepi32_ps(bs), mins[r]);
+      } else {  // codes carry +32: subtract 32 * scale * block sum
+        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(bs, 5));
+      }
+      code[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(isum), code[r]);
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r)
+    out[r] = k_hsum256_ps(Format::kMins ? _mm256_add_ps(code[r], mins[r]) : code[r]);
+}
+
+template <class Format>
+float k_dot256_one(const std::byte* w, const std::byte* xq, std::size_t n) {
+  float out;
+  k_dot256<1, Format>(w, xq, 0, n, &out);
+  return out;
+}
+
+using KQ4_256 = KMin256<BlockQ4_K, false>;
+using KQ5_256 = KMin256<BlockQ5_K, true>;
+
+// Plain functions inside the includer's target region, for its table.
+float dot_q4_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ4_256>(w, xq, n); }
+float dot_q5_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ5_256>(w, xq, n); }
+float dot_q6_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ6_256>(w, xq, n); }
+void dot4_q4_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  k_dot256<4, KQ4_256>(w, xq, x_stride, n, out);
+}
+void dot4_q5_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  k_dot256<4, KQ5_256>(w, xq, x_stride, n, out);
+}
+void dot4_q6_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
+  k_dot256<4, KQ6_256>(w, xq, x_stride, n, out);
+}
+
+}  // namespace
+}  // namespace clm
