@@ -1,46 +1,20 @@
-// The k-quant dots on 256-bit registers, following the canonical reduction of
-// kquant_blocks.h: each 32 elements go through vpmaddubsw and a scale
-// multiply-add into 8 int32 lanes, the per-lane float steps are 8-lane fmas,
-// and a row ends in one fixed horizontal sum. Included by the AVX2 and AVX-512
-// sources inside their target regions, after each defines
-// k_scaled_add256(acc, pairs, scales) (acc + the int16 pairs times scales,
-// summed pairwise into int32), so each gets a copy compiled for its own
-// instructions. AVX-512 runs these too: Zen 4 splits 512-bit operations in
-// two, and at one activation row the 256-bit form needs no cross-lane shuffles.
+// The k-quant dots on 256-bit registers (the AVX2 path), following the
+// canonical reduction of kquant_blocks.h: each 32 elements go through
+// vpmaddubsw and a scale multiply-add straight into the 8 int32 lanes, the
+// per-lane float steps are 8-lane fmas, and a row ends in one fixed horizontal
+// sum. Included inside the source's target region after kquant_simd.h and
+// after k_scaled_add256(acc, pairs, scales) (acc + the int16 pairs times
+// scales, summed pairwise into int32).
 #pragma once
 
 namespace clm {
 namespace {
-
-inline __m256i k256_load(const std::byte* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-inline __m128i k128_load(const std::byte* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-
-// The 12 packed scale bytes of Q4_K/Q5_K as 16 bytes: sc[0..7], then m[0..7].
-// Viewed as three little-endian words u0, u1, u2 (bytes 0-3, 4-7, 8-11):
-// sc[0..3] = u0 & 0x3f.., m[0..3] = u1 & 0x3f.., sc[4..7] = (u2 & 0x0f..) |
-// ((u0 >> 2) & 0x30..), m[4..7] = ((u2 >> 4) & 0x0f..) | ((u1 >> 2) & 0x30..);
-// each mask keeps bits that stay inside their byte. Reads 16 bytes: the block
-// goes on past its scales.
-inline __m128i k_scales_mins(const std::byte* scales) {
-  const __m128i v = k128_load(scales);
-  const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));  // u0 u2 u1 u2
-  const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));  // u0 u0 u1 u1
-  const __m128i low = _mm_and_si128(_mm_srlv_epi32(a, _mm_setr_epi32(0, 0, 0, 4)),
-                                    _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
-  const __m128i high = _mm_and_si128(_mm_srli_epi32(b, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
-  return _mm_or_si128(low, high);
-}
 
 // int16 lanes all equal to word w (0..7) of each 128-bit half of v.
 inline __m256i k_word_splat(__m256i v, int w) {
   const __m256i pick = _mm256_set1_epi16(static_cast<int16_t>((2 * w) | ((2 * w + 1) << 8)));
   return _mm256_shuffle_epi8(v, pick);
 }
-
-// [d, dmin] of a Q4_K/Q5_K block (two f16 at its start) times xd, as floats.
-// F16C converts exactly, as f16_to_f32 does; each product rounds once, as in
-// the scalar reference.
-inline float k_f16(const std::byte* p) { return _cvtsh_ss(load_field<uint16_t>(p)); }
 
 // The per-format parts. Each gives, for a super-block: prepare() once, then
 // codes(k) and scales(k) for each 32-element group k (unsigned codes and the
@@ -130,13 +104,6 @@ struct KQ6_256 {
   float dmin() const { return 0.0f; }
 };
 
-inline float k_hsum256_ps(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 // R activation rows (x_stride bytes apart) against one weight row; each
 // weight group is unpacked once for all of them. Codes are unsigned (at most
 // 63) and activations in [-127, 127], so vpmaddubsw never saturates and every
@@ -163,24 +130,14 @@ void k_dot256(const std::byte* w, const std::byte* xq, std::size_t x_stride, std
         acc[r][k % kAccs] = k_scaled_add256(acc[r][k % kAccs], _mm256_maddubs_epi16(q, x), s);
       }
     }
-    const float d = f.d();
     const __m256i bw = f.bsum_weights();
     for (std::size_t r = 0; r < R; ++r) {
-      const std::byte* xr = xb + r * x_stride;
       __m256i isum = acc[r][0];
       if constexpr (kAccs == 2) isum = _mm256_add_epi32(isum, acc[r][1]);
-      const __m256i bs = _mm256_madd_epi16(k256_load(xr + offsetof(BlockQ8_K, bsums)), bw);
-      const float xd = load_field<float>(xr);
-      if constexpr (Format::kMins) {
-        mins[r] = _mm256_fmadd_ps(_mm256_set1_ps(-(f.dmin() * xd)), _mm256_cvtepi32_ps(bs), mins[r]);
-      } else {  // codes carry +32: subtract 32 * scale * block sum
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(bs, 5));
-      }
-      code[r] = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(isum), code[r]);
+      k_block_floats<Format::kMins>(isum, xb + r * x_stride, bw, f.d(), f.dmin(), code[r], mins[r]);
     }
   }
-  for (std::size_t r = 0; r < R; ++r)
-    out[r] = k_hsum256_ps(Format::kMins ? _mm256_add_ps(code[r], mins[r]) : code[r]);
+  for (std::size_t r = 0; r < R; ++r) out[r] = k_row_total<Format::kMins>(code[r], mins[r]);
 }
 
 template <class Format>
@@ -193,7 +150,7 @@ float k_dot256_one(const std::byte* w, const std::byte* xq, std::size_t n) {
 using KQ4_256 = KMin256<BlockQ4_K, false>;
 using KQ5_256 = KMin256<BlockQ5_K, true>;
 
-// Plain functions inside the includer's target region, for its table.
+// Plain functions defined inside the includer's target region, for its table.
 float dot_q4_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ4_256>(w, xq, n); }
 float dot_q5_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ5_256>(w, xq, n); }
 float dot_q6_k(const std::byte* w, const std::byte* xq, std::size_t n) { return k_dot256_one<KQ6_256>(w, xq, n); }

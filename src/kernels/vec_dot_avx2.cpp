@@ -184,6 +184,7 @@ inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
 }  // namespace
 }  // namespace clm
 
+#include "kernels/kquant_simd.h"
 #include "kernels/kquant_dot256.h"
 
 #pragma GCC pop_options

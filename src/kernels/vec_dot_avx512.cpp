@@ -212,14 +212,15 @@ void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
 }
 
-inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
+inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) {
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, scales));
 }
 
 }  // namespace
 }  // namespace clm
 
-#include "kernels/kquant_dot256.h"
+#include "kernels/kquant_simd.h"
+#include "kernels/kquant_dot512.h"
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options

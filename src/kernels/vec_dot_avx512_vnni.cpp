@@ -19,11 +19,12 @@
 
 namespace clm {
 namespace {
-inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) { return _mm256_dpwssd_epi32(acc, pairs, scales); }
+inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) { return _mm512_dpwssd_epi32(acc, pairs, scales); }
 }  // namespace
 }  // namespace clm
 
-#include "kernels/kquant_dot256.h"
+#include "kernels/kquant_simd.h"
+#include "kernels/kquant_dot512.h"
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
