@@ -16,10 +16,11 @@ inline __m256i k_word_splat(__m256i v, int w) {
   return _mm256_shuffle_epi8(v, pick);
 }
 
-// The per-format parts. Each gives, for a super-block: prepare() once, then
-// codes(k) and scales(k) for each 32-element group k (unsigned codes and the
+// The per-format parts, constructed once per super-block. Each gives codes(k)
+// and scales(k) for each 32-element group k in order (unsigned codes and the
 // int16 multipliers of their maddubs pair sums), bsum_weights() (int16
-// multipliers of the activation's 16 block sums) and the float factors.
+// multipliers of the activation's 16 block sums) and d_dmin() (the block's
+// d, and dmin where it has one, as floats).
 template <class Block, bool kFifthBit>
 struct KMin256 {
   using BlockType = Block;
@@ -51,8 +52,7 @@ struct KMin256 {
   }
   __m256i scales(int k) const { return k_word_splat(sc, k); }
   __m256i bsum_weights() const { return mins; }
-  float d() const { return k_f16(wb + offsetof(Block, d)); }
-  float dmin() const { return k_f16(wb + offsetof(Block, dmin)); }
+  __m128 d_dmin() const { return k_f16_pair(wb + offsetof(Block, d)); }  // dmin follows d
 };
 
 struct KQ6_256 {
@@ -100,8 +100,7 @@ struct KQ6_256 {
     return _mm256_shuffle_epi8(src, pick);
   }
   __m256i bsum_weights() const { return s16; }
-  float d() const { return k_f16(wb + offsetof(BlockQ6_K, d)); }
-  float dmin() const { return 0.0f; }
+  __m128 d_dmin() const { return k_f16_one(wb + offsetof(BlockQ6_K, d)); }
 };
 
 // R activation rows (x_stride bytes apart) against one weight row; each
@@ -131,10 +130,11 @@ void k_dot256(const std::byte* w, const std::byte* xq, std::size_t x_stride, std
       }
     }
     const __m256i bw = f.bsum_weights();
+    const __m128 dd = f.d_dmin();
     for (std::size_t r = 0; r < R; ++r) {
       __m256i isum = acc[r][0];
       if constexpr (kAccs == 2) isum = _mm256_add_epi32(isum, acc[r][1]);
-      k_block_floats<Format::kMins>(isum, xb + r * x_stride, bw, f.d(), f.dmin(), code[r], mins[r]);
+      k_block_floats<Format::kMins>(isum, xb + r * x_stride, bw, dd, code[r], mins[r]);
     }
   }
   for (std::size_t r = 0; r < R; ++r) out[r] = k_row_total<Format::kMins>(code[r], mins[r]);

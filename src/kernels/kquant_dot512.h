@@ -67,8 +67,7 @@ struct KMin512 {
   }
   __m512i scales(int c) const { return k512_word_pick(sc, 2 * c, 2 * c + 1); }
   __m256i bsum_weights() const { return mins; }
-  float d() const { return k_f16(wb + offsetof(Block, d)); }
-  float dmin() const { return k_f16(wb + offsetof(Block, dmin)); }
+  __m128 d_dmin() const { return k_f16_pair(wb + offsetof(Block, d)); }  // dmin follows d
 };
 
 // Step p covers elements 64p .. 64p + 63, quarters 2 (p % 2) and 2 (p % 2) + 1
@@ -101,8 +100,7 @@ struct KQ6_512 {
   // 16-element sub-blocks 4p .. 4p + 3, one per 128-bit lane.
   __m512i scales(int p) const { return k512_word_walk(p < 2 ? s_lo : s_hi, (4 * p) % 8); }
   __m256i bsum_weights() const { return s16; }
-  float d() const { return k_f16(wb + offsetof(BlockQ6_K, d)); }
-  float dmin() const { return 0.0f; }
+  __m128 d_dmin() const { return k_f16_one(wb + offsetof(BlockQ6_K, d)); }
 };
 
 // As k_dot256, four 64-element steps per super-block.
@@ -128,11 +126,12 @@ void k_dot512(const std::byte* w, const std::byte* xq, std::size_t x_stride, std
       }
     }
     const __m256i bw = f.bsum_weights();
+    const __m128 dd = f.d_dmin();
     for (std::size_t r = 0; r < R; ++r) {
       __m512i all = acc[r][0];
       if constexpr (kAccs == 2) all = _mm512_add_epi32(all, acc[r][1]);
       const __m256i isum = _mm256_add_epi32(_mm512_castsi512_si256(all), _mm512_extracti64x4_epi64(all, 1));
-      k_block_floats<Format::kMins>(isum, xb + r * x_stride, bw, f.d(), f.dmin(), code[r], mins[r]);
+      k_block_floats<Format::kMins>(isum, xb + r * x_stride, bw, dd, code[r], mins[r]);
     }
   }
   for (std::size_t r = 0; r < R; ++r) out[r] = k_row_total<Format::kMins>(code[r], mins[r]);

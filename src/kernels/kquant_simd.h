@@ -27,8 +27,10 @@ inline __m128i k_scales_mins(const std::byte* scales) {
   return _mm_or_si128(low, high);
 }
 
-// A block's f16 d or dmin. F16C converts exactly, as f16_to_f32 does.
-inline float k_f16(const std::byte* p) { return _cvtsh_ss(load_field<uint16_t>(p)); }
+// The f16 pair at p ([d, dmin] of Q4_K/Q5_K) as floats in lanes 0 and 1; one
+// f16 (Q6_K's d) in lane 0. F16C converts exactly, as f16_to_f32 does.
+inline __m128 k_f16_pair(const std::byte* p) { return _mm_cvtph_ps(_mm_cvtsi32_si128(load_field<int32_t>(p))); }
+inline __m128 k_f16_one(const std::byte* p) { return _mm_cvtph_ps(_mm_cvtsi32_si128(load_field<uint16_t>(p))); }
 
 inline float k_hsum256_ps(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -38,20 +40,21 @@ inline float k_hsum256_ps(__m256 v) {
 }
 
 // The float steps of one super-block for one activation row xr, given its
-// canonical code lanes isum: the per-lane fmas, with the min lanes (Q4_K,
-// Q5_K: bsums times the mins) or the -32 correction of Q6_K (bsums times the
-// scales, which kMins = false folds into isum first). Each scale product
-// rounds once, as in the scalar reference.
+// canonical code lanes isum and the block's [d, dmin]: the per-lane fmas, with
+// the min lanes (Q4_K, Q5_K: bsums times the mins) or the -32 correction of
+// Q6_K (bsums times the scales, which kMins = false folds into isum first).
+// Each scale product rounds once, as in the scalar reference, and
+// acc - a * b in one rounding (fnmadd) is exactly fma(-a, b, acc).
 template <bool kMins>
-inline void k_block_floats(__m256i isum, const std::byte* xr, __m256i bsum_weights, float d, float dmin,
-                           __m256& code, __m256& mins) {
+inline void k_block_floats(__m256i isum, const std::byte* xr, __m256i bsum_weights, __m128 d_dmin, __m256& code,
+                           __m256& mins) {
   const __m256i bs = _mm256_madd_epi16(k256_load(xr + offsetof(BlockQ8_K, bsums)), bsum_weights);
-  const float xd = load_field<float>(xr);
+  const __m128 scaled = _mm_mul_ps(d_dmin, _mm_set1_ps(load_field<float>(xr)));  // d * xd, dmin * xd
   if constexpr (kMins)
-    mins = _mm256_fmadd_ps(_mm256_set1_ps(-(dmin * xd)), _mm256_cvtepi32_ps(bs), mins);
+    mins = _mm256_fnmadd_ps(_mm256_broadcastss_ps(_mm_movehdup_ps(scaled)), _mm256_cvtepi32_ps(bs), mins);
   else  // codes carry +32: subtract 32 * scale * block sum
     isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(bs, 5));
-  code = _mm256_fmadd_ps(_mm256_set1_ps(d * xd), _mm256_cvtepi32_ps(isum), code);
+  code = _mm256_fmadd_ps(_mm256_broadcastss_ps(scaled), _mm256_cvtepi32_ps(isum), code);
 }
 // The row's result: code and min lanes added, then one fixed tree.
 template <bool kMins>
