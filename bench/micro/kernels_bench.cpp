@@ -13,6 +13,7 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
+#include "kernels/vec_dot.h"
 #include "util/thread_pool.h"
 
 namespace clm {
@@ -72,11 +73,62 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
-  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Q4_0})
+  for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Q4_0,
+                       WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K})
     for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
       for (int n : {1, 32}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), n, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args)->Unit(benchmark::kMillisecond);
+
+// One thread's k-quant kernel alone: a weight matrix of about 512 KiB (so it
+// stays in L2 and the arithmetic, not memory, is timed) times range(3)
+// activation rows, 1 (dot, decode) or 4 (dot4, prefill).
+// args: weight type id, kernel path, columns, activation rows.
+void BM_KQuantDot(benchmark::State& state) {
+  const auto type = static_cast<WeightType>(state.range(0));
+  const auto path = static_cast<KernelPath>(state.range(1));
+  if (!kernel_path_supported(path)) {
+    state.SkipWithError("kernel path not supported on this CPU");
+    return;
+  }
+  const int cols = static_cast<int>(state.range(2));
+  const int n = static_cast<int>(state.range(3));
+  const int rows = static_cast<int>((512u << 10) / row_bytes(type, static_cast<std::size_t>(cols)));
+  const Matrix m = make_matrix(type, rows, cols);
+  const WeightType act = activation_type(type);
+  const std::size_t q_stride = row_bytes(act, static_cast<std::size_t>(cols));
+  const auto x = random_floats(static_cast<std::size_t>(n) * static_cast<std::size_t>(cols), 2);
+  std::vector<std::byte> xq(q_stride * static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    quantize_row(act, x.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(cols),
+                 xq.data() + static_cast<std::size_t>(r) * q_stride, static_cast<std::size_t>(cols));
+  const VecKernels& k = vec_kernels(path);
+  auto dot = type == WeightType::Q4_K ? k.dot_q4_k : type == WeightType::Q5_K ? k.dot_q5_k : k.dot_q6_k;
+  auto dot4 = type == WeightType::Q4_K ? k.dot4_q4_k : type == WeightType::Q5_K ? k.dot4_q5_k : k.dot4_q6_k;
+  std::vector<float> y(static_cast<std::size_t>(rows) * 4);
+  for (auto _ : state) {
+    for (int o = 0; o < rows; ++o) {
+      const std::byte* wr = m.bytes.data() + static_cast<std::size_t>(o) * m.w.row_bytes;
+      if (n == 4)
+        dot4(wr, xq.data(), q_stride, static_cast<std::size_t>(cols), y.data() + 4 * o);
+      else
+        y[static_cast<std::size_t>(o)] = dot(wr, xq.data(), static_cast<std::size_t>(cols));
+    }
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double blocks = static_cast<double>(rows) * (cols / 256) * n;
+  state.counters["ns/superblock"] = benchmark::Counter(blocks, benchmark::Counter::kIsIterationInvariantRate |
+                                                                   benchmark::Counter::kInvert);
+  state.SetLabel(std::string(weight_type_name(type)) + "/" + std::string(kernel_path_name(path)));
+}
+
+void kquant_dot_args(benchmark::internal::Benchmark* b) {
+  for (WeightType t : {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K})
+    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+      for (int cols : {2048, 5632})
+        for (int n : {1, 4}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), cols, n});
+}
+BENCHMARK(BM_KQuantDot)->Apply(kquant_dot_args)->Unit(benchmark::kMicrosecond);
 
 void BM_RmsNorm(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));

@@ -17,7 +17,7 @@ bool kernel_path_supported(KernelPath p) {
     case KernelPath::Avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case KernelPath::Avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     case KernelPath::Avx512Vnni:
       return kernel_path_supported(KernelPath::Avx512) && __builtin_cpu_supports("avx512vnni");
   }

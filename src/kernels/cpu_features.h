@@ -11,7 +11,7 @@ namespace clm {
 // path of its own so that tests can run both on a CPU that has it.
 enum class KernelPath { Scalar, Avx2, Avx512, Avx512Vnni };
 
-// Avx2 needs AVX2+FMA+F16C; Avx512 needs AVX-512 F+BW; Avx512Vnni also VNNI.
+// Avx2 needs AVX2+FMA+F16C; Avx512 needs AVX-512 F+BW+VL; Avx512Vnni also VNNI.
 bool kernel_path_supported(KernelPath p);
 // The widest supported path.
 KernelPath best_kernel_path();

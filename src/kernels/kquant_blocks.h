@@ -88,17 +88,39 @@ inline void pack_k_scales(const uint8_t* sc, const uint8_t* m, uint8_t* s) {
   }
 }
 
-// The float steps of one super-block, shared by every path: the integer
-// sums before them are exact, and fma rounds once whether or not the CPU
-// has it, so the k-quant dots are bitwise the same on every path.
-// isum = sum_j sc[j] * (q . xq over sub-block j); msum = sum_j m[j] * (sum of xq over j).
-inline float accumulate_k_min(float sum, float d, float dmin, float xd, int32_t isum, int32_t msum) {
-  sum = std::fma(d * xd, static_cast<float>(isum), sum);
-  return std::fma(-(dmin * xd), static_cast<float>(msum), sum);
+// The canonical reduction of the k-quant dots. Every path follows it, so all
+// of them return bitwise the same float (and the SIMD ones need no horizontal
+// integer sum per super-block, only vector steps).
+//
+// A super-block's exact integer products are gathered into kKLanes int32
+// lanes: lane m holds the elements e with (e % 32) / 4 == m, each product
+// code * xq times the scale of its sub-block. These are the lanes vpmaddubsw
+// + vpmaddwd leave in a 256-bit register after each 32 elements; a 512-bit
+// register's two halves add into them exactly. Q4_K/Q5_K also have min lanes,
+// lane j = m[j] * (sum of xq over sub-block j) (vpmaddwd of the block sums
+// with the mins, each twice). Q6_K's codes carry +32 and its lane m subtracts
+// 32 * (scales[2m] * bsums[2m] + scales[2m+1] * bsums[2m+1]).
+//
+// Each lane has a float accumulator across the row's super-blocks: code lanes
+// acc[m] = fma(d * xd, isum[m], acc[m]), min lanes
+// acc[m] = fma(-(dmin * xd), msum[m], acc[m]); at the end of the row the two
+// are added lane by lane and the lanes summed in one fixed tree. fma rounds
+// once whether or not the CPU has it, and int32 -> float rounds the same way
+// everywhere, so the result is a function of the inputs alone.
+constexpr int kKLanes = 8;
+
+inline void accumulate_k_lanes(float* acc, float scale, const int32_t* lanes) {
+  for (int m = 0; m < kKLanes; ++m) acc[m] = std::fma(scale, static_cast<float>(lanes[m]), acc[m]);
 }
-// isum = sum_j scales[j] * ((q - 32) . xq over sub-block j).
-inline float accumulate_k_sym(float sum, float d, float xd, int32_t isum) {
-  return std::fma(d * xd, static_cast<float>(isum), sum);
+// The tree is what an AVX hsum of one 256-bit register computes: halves,
+// then pairs, then the last two.
+inline float k_lanes_total(const float* v) {
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
+inline float k_lanes_total(const float* code, const float* mins) {
+  float v[kKLanes];
+  for (int m = 0; m < kKLanes; ++m) v[m] = code[m] + mins[m];
+  return k_lanes_total(v);
 }
 
 }  // namespace clm

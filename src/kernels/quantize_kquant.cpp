@@ -176,15 +176,36 @@ void quantize_q6_k(const float* src, std::byte* dst, std::size_t n) {
   }
 }
 
+// Activation rows are quantized once per matmul, on the decode path too, so
+// this stays free of libm calls (baseline x86-64 has no rounding instruction,
+// and std::round / std::fmax are calls there): each step below is plain
+// arithmetic the compiler vectorizes, and gives exactly what the std:: forms
+// would. NaNs compare false, so they are skipped by the maximum and clamp to
+// -127, as std::fmax / std::fmin would have them.
+inline float abs_max(const float* x, std::size_t n) {
+  float amax = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    amax = a > amax ? a : amax;
+  }
+  return amax;
+}
+// std::round (halves away from zero) of v clamped to [-127, 127]: truncate,
+// then step away from zero when the exact remainder is at least a half.
+inline int8_t nearest_q8(float v) {
+  const float c = std::min(v > -127.0f ? v : -127.0f, 127.0f);
+  const int t = static_cast<int>(c);
+  const float f = c - static_cast<float>(t);
+  return static_cast<int8_t>(t + (f >= 0.5f) - (f <= -0.5f));
+}
+
 void quantize_q8_k(const float* src, std::byte* dst, std::size_t n) {
   for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
     const float* x = src + b * kSuperBlockElems;
     BlockQ8_K blk{};
-    float amax = 0.0f;
-    for (std::size_t i = 0; i < kSuperBlockElems; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-    blk.d = amax / 127.0f;
+    blk.d = abs_max(x, kSuperBlockElems) / 127.0f;
     const float id = blk.d != 0.0f ? 1.0f / blk.d : 0.0f;
-    for (std::size_t i = 0; i < kSuperBlockElems; ++i) blk.qs[i] = static_cast<int8_t>(nearest_signed(x[i] * id, 127));
+    for (std::size_t i = 0; i < kSuperBlockElems; ++i) blk.qs[i] = nearest_q8(x[i] * id);
     for (std::size_t j = 0; j < kSuperBlockElems / 16; ++j) {
       int sum = 0;
       for (std::size_t i = 0; i < 16; ++i) sum += blk.qs[16 * j + i];

@@ -160,134 +160,6 @@ void dot4_q4_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, st
   block_dot<4, sizeof(BlockQ4_0)>(w, xq, x_stride, n, out, unpack_q4);
 }
 
-inline int32_t hsum_i32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
-// A k-quant weight super-block unpacked once for all activation rows: q[k]
-// holds the unsigned codes of elements 32k .. 32k + 31, scale[k] the int16
-// multipliers of their maddubs pair sums (one sub-block of 32, or two of 16),
-// bsum_weights the int16 multipliers of the activations' 16 block sums (the
-// mins of Q4_K/Q5_K, the scales of Q6_K).
-struct UnpackedK {
-  __m256i q[8];
-  __m256i scale[8];
-  __m256i bsum_weights;
-  float d, dmin;
-};
-
-inline const uint8_t* bytes_at(const std::byte* block, std::size_t offset) {
-  return reinterpret_cast<const uint8_t*>(block + offset);
-}
-
-template <class Block>
-void unpack_k_min(const std::byte* wb, UnpackedK& u) {
-  u.d = f16_to_f32(load_field<uint16_t>(wb + offsetof(Block, d)));
-  u.dmin = f16_to_f32(load_field<uint16_t>(wb + offsetof(Block, dmin)));
-  uint8_t sc[8], mn[8];
-  unpack_k_scales(bytes_at(wb, offsetof(Block, scales)), sc, mn);
-  const __m256i mask = _mm256_set1_epi8(15);
-  for (int c = 0; c < 4; ++c) {
-    const __m256i v = load256(wb + offsetof(Block, qs) + 32 * c);
-    u.q[2 * c] = _mm256_and_si256(v, mask);
-    u.q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-  }
-  for (int j = 0; j < 8; ++j) u.scale[j] = _mm256_set1_epi16(sc[j]);
-  // Each min weighs two 16-element sums.
-  const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(mn)));
-  u.bsum_weights = _mm256_set_m128i(_mm_unpackhi_epi16(m16, m16), _mm_unpacklo_epi16(m16, m16));
-}
-
-void unpack_q4_k(const std::byte* wb, UnpackedK& u) { unpack_k_min<BlockQ4_K>(wb, u); }
-
-void unpack_q5_k(const std::byte* wb, UnpackedK& u) {
-  unpack_k_min<BlockQ5_K>(wb, u);
-  const __m256i qh = load256(wb + offsetof(BlockQ5_K, qh));
-  const __m256i one = _mm256_set1_epi8(1);
-  // Bit j of each qh byte is the 16s bit of sub-block j; shifting 16-bit lanes
-  // and masking bit 0 of every byte keeps the bytes apart.
-  for (int j = 0; j < 8; ++j) {
-    const __m256i bit = _mm256_and_si256(_mm256_srli_epi16(qh, j), one);
-    u.q[j] = _mm256_or_si256(u.q[j], _mm256_slli_epi16(bit, 4));
-  }
-}
-
-void unpack_q6_k(const std::byte* wb, UnpackedK& u) {
-  u.d = f16_to_f32(load_field<uint16_t>(wb + offsetof(BlockQ6_K, d)));
-  u.dmin = 0.0f;
-  const auto* sc = reinterpret_cast<const int8_t*>(wb + offsetof(BlockQ6_K, scales));
-  const __m256i mask = _mm256_set1_epi8(15), three = _mm256_set1_epi8(3);
-  auto high = [&](__m256i qh, int shift) {
-    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), three), 4);
-  };
-  for (int h = 0; h < 2; ++h) {
-    const __m256i l0 = load256(wb + offsetof(BlockQ6_K, ql) + 64 * h);
-    const __m256i l1 = load256(wb + offsetof(BlockQ6_K, ql) + 64 * h + 32);
-    const __m256i qh = load256(wb + offsetof(BlockQ6_K, qh) + 32 * h);
-    u.q[4 * h] = _mm256_or_si256(_mm256_and_si256(l0, mask), high(qh, 0));
-    u.q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, mask), high(qh, 2));
-    u.q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), mask), high(qh, 4));
-    u.q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), mask), high(qh, 6));
-  }
-  for (int k = 0; k < 8; ++k) u.scale[k] = _mm256_set_m128i(_mm_set1_epi16(sc[2 * k + 1]), _mm_set1_epi16(sc[2 * k]));
-  u.bsum_weights = _mm256_cvtepi8_epi16(load128(wb + offsetof(BlockQ6_K, scales)));
-}
-
-// R activation rows against one weight row, each weight super-block unpacked
-// once. Codes are unsigned (at most 63) and activations in [-127, 127], so
-// maddubs never saturates; every sum after it is exact int32, and the float
-// steps per super-block are the shared ones, as in the scalar reference.
-template <std::size_t R, class Block, bool kMins, class Unpack>
-void k_dot(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out, Unpack unpack) {
-  float sum[R] = {};
-  UnpackedK u;
-  for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
-    unpack(w + b * sizeof(Block), u);
-    for (std::size_t r = 0; r < R; ++r) {
-      const std::byte* xb = xq + r * x_stride + b * sizeof(BlockQ8_K);
-      const std::byte* xv = xb + offsetof(BlockQ8_K, qs);
-      __m256i acc = _mm256_setzero_si256();
-      for (int k = 0; k < 8; ++k)
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u.q[k], load256(xv + 32 * k)), u.scale[k]));
-      const __m256i bs = _mm256_madd_epi16(load256(xb + offsetof(BlockQ8_K, bsums)), u.bsum_weights);
-      const float xd = load_field<float>(xb);
-      if constexpr (kMins)
-        sum[r] = accumulate_k_min(sum[r], u.d, u.dmin, xd, hsum_i32(acc), hsum_i32(bs));
-      else  // codes carry +32: subtract 32 * scale * block sum
-        sum[r] = accumulate_k_sym(sum[r], u.d, xd, hsum_i32(_mm256_sub_epi32(acc, _mm256_slli_epi32(bs, 5))));
-    }
-  }
-  for (std::size_t r = 0; r < R; ++r) out[r] = sum[r];
-}
-
-float dot_q4_k(const std::byte* w, const std::byte* xq, std::size_t n) {
-  float out;
-  k_dot<1, BlockQ4_K, true>(w, xq, 0, n, &out, unpack_q4_k);
-  return out;
-}
-float dot_q5_k(const std::byte* w, const std::byte* xq, std::size_t n) {
-  float out;
-  k_dot<1, BlockQ5_K, true>(w, xq, 0, n, &out, unpack_q5_k);
-  return out;
-}
-float dot_q6_k(const std::byte* w, const std::byte* xq, std::size_t n) {
-  float out;
-  k_dot<1, BlockQ6_K, false>(w, xq, 0, n, &out, unpack_q6_k);
-  return out;
-}
-void dot4_q4_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
-  k_dot<4, BlockQ4_K, true>(w, xq, x_stride, n, out, unpack_q4_k);
-}
-void dot4_q5_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
-  k_dot<4, BlockQ5_K, true>(w, xq, x_stride, n, out, unpack_q5_k);
-}
-void dot4_q6_k(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out) {
-  k_dot<4, BlockQ6_K, false>(w, xq, x_stride, n, out, unpack_q6_k);
-}
-
 template <class Load>
 void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) {
   const __m256 va = _mm256_set1_ps(a);
@@ -305,8 +177,15 @@ void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
 }
 
+inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
+}
+
 }  // namespace
 }  // namespace clm
+
+#include "kernels/kquant_simd.h"
+#include "kernels/kquant_dot256.h"
 
 #pragma GCC pop_options
 

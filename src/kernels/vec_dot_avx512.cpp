@@ -1,4 +1,4 @@
-// The AVX-512 (F+BW) path of vec_dot.h, 16 float lanes and two quantized
+// The AVX-512 (F+BW+VL) path of vec_dot.h, 16 float lanes and two quantized
 // blocks per step. Compiled for those instructions by a target pragma and run
 // only after cpu_features has confirmed them (and AVX2+FMA+F16C).
 #include <immintrin.h>
@@ -13,7 +13,7 @@
 #include "util/half.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
@@ -212,14 +212,15 @@ void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
 }
 
-inline __m512i scaled_add(__m512i acc, __m512i pairs, __m512i scales) {
+inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) {
   return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, scales));
 }
 
 }  // namespace
 }  // namespace clm
 
-#include "kernels/kquant_dot_avx512.h"
+#include "kernels/kquant_simd.h"
+#include "kernels/kquant_dot512.h"
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options

@@ -12,18 +12,19 @@
 #include "util/half.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vnni,avx2,fma,f16c")
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace clm {
 namespace {
-inline __m512i scaled_add(__m512i acc, __m512i pairs, __m512i scales) { return _mm512_dpwssd_epi32(acc, pairs, scales); }
+inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) { return _mm512_dpwssd_epi32(acc, pairs, scales); }
 }  // namespace
 }  // namespace clm
 
-#include "kernels/kquant_dot_avx512.h"
+#include "kernels/kquant_simd.h"
+#include "kernels/kquant_dot512.h"
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options

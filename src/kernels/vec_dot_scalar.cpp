@@ -89,15 +89,19 @@ float dot_q4_0(const std::byte* w, const std::byte* xq, std::size_t n) {
 }
 
 // The k-quant references read each element's code the way the format defines
-// it and sum plain integer products; the SIMD paths must reach the same
-// integers by other routes (activation block sums, pair sums).
+// it and sum plain integer products into the canonical lanes of
+// kquant_blocks.h; the SIMD paths reach the same integers by other routes
+// (pair sums, activation block sums) and then take the same float steps.
 inline const int8_t* q8k_values(const std::byte* xb) {
   return reinterpret_cast<const int8_t*>(xb + offsetof(BlockQ8_K, qs));
 }
-
+inline const int16_t* q8k_bsums(const std::byte* xb, int16_t* out) {
+  std::memcpy(out, xb + offsetof(BlockQ8_K, bsums), 16 * sizeof(int16_t));
+  return out;
+}
 template <bool kFifthBit, class Block>
 float dot_k_min(const std::byte* w, const std::byte* xq, std::size_t n) {
-  float sum = 0.0f;
+  float code[kKLanes] = {}, mins[kKLanes] = {};
   for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
     Block blk;
     std::memcpy(&blk, w + b * sizeof blk, sizeof blk);
@@ -105,48 +109,56 @@ float dot_k_min(const std::byte* w, const std::byte* xq, std::size_t n) {
     const int8_t* x = q8k_values(xb);
     uint8_t sc[8], mn[8];
     unpack_k_scales(blk.scales, sc, mn);
-    int32_t isum = 0, msum = 0;
+    int32_t isum[kKLanes] = {}, msum[kKLanes] = {};
     for (int j = 0; j < 8; ++j) {
-      int32_t dot = 0, xsum = 0;
+      // Products first (an element-wise loop the compiler vectorizes), then
+      // their sums into the lanes: lane m takes elements 4m .. 4m + 3.
+      int32_t prod[32], xsum = 0;
       for (int l = 0; l < 32; ++l) {
         int32_t q = (blk.qs[32 * (j / 2) + l] >> (4 * (j & 1))) & 15;
         if constexpr (kFifthBit) q |= ((blk.qh[l] >> j) & 1) << 4;
-        dot += q * x[32 * j + l];
+        prod[l] = q * x[32 * j + l];
         xsum += x[32 * j + l];
       }
-      isum += sc[j] * dot;
-      msum += mn[j] * xsum;
+      for (int m = 0; m < kKLanes; ++m)
+        isum[m] += sc[j] * ((prod[4 * m] + prod[4 * m + 1]) + (prod[4 * m + 2] + prod[4 * m + 3]));
+      msum[j] = mn[j] * xsum;
     }
-    sum = accumulate_k_min(sum, f16_to_f32(blk.d), f16_to_f32(blk.dmin), load_field<float>(xb), isum, msum);
+    const float xd = load_field<float>(xb);
+    accumulate_k_lanes(code, f16_to_f32(blk.d) * xd, isum);
+    accumulate_k_lanes(mins, -(f16_to_f32(blk.dmin) * xd), msum);
   }
-  return sum;
+  return k_lanes_total(code, mins);
 }
 
 float dot_q4_k(const std::byte* w, const std::byte* xq, std::size_t n) { return dot_k_min<false, BlockQ4_K>(w, xq, n); }
 float dot_q5_k(const std::byte* w, const std::byte* xq, std::size_t n) { return dot_k_min<true, BlockQ5_K>(w, xq, n); }
 
 float dot_q6_k(const std::byte* w, const std::byte* xq, std::size_t n) {
-  float sum = 0.0f;
+  float code[kKLanes] = {};
   for (std::size_t b = 0; b < n / kSuperBlockElems; ++b) {
     BlockQ6_K blk;
     std::memcpy(&blk, w + b * sizeof blk, sizeof blk);
     const std::byte* xb = xq + b * sizeof(BlockQ8_K);
     const int8_t* x = q8k_values(xb);
-    int32_t isum = 0;
-    for (int j = 0; j < 16; ++j) {
-      int32_t dot = 0;
-      for (int i = 0; i < 16; ++i) {
-        const int e = 16 * j + i;             // element index in the super-block
-        const int h = e / 128, l = e % 32, quarter = (e % 128) / 32;
+    int16_t bsums[16];
+    q8k_bsums(xb, bsums);
+    int32_t isum[kKLanes] = {};
+    for (int g = 0; g < 8; ++g) {  // elements 32g .. 32g + 31: quarter g % 4 of half g / 4
+      const int h = g / 4, quarter = g % 4;
+      int32_t prod[32];
+      for (int l = 0; l < 32; ++l) {
         const int lo = (blk.ql[64 * h + l + 32 * (quarter & 1)] >> (4 * (quarter >> 1))) & 15;
         const int hi = (blk.qh[32 * h + l] >> (2 * quarter)) & 3;
-        dot += ((lo | (hi << 4)) - 32) * x[e];
+        prod[l] = blk.scales[2 * g + l / 16] * (lo | (hi << 4)) * x[32 * g + l];
       }
-      isum += blk.scales[j] * dot;
+      for (int m = 0; m < kKLanes; ++m) isum[m] += (prod[4 * m] + prod[4 * m + 1]) + (prod[4 * m + 2] + prod[4 * m + 3]);
     }
-    sum = accumulate_k_sym(sum, f16_to_f32(blk.d), load_field<float>(xb), isum);
+    for (int m = 0; m < kKLanes; ++m)
+      isum[m] -= 32 * (blk.scales[2 * m] * bsums[2 * m] + blk.scales[2 * m + 1] * bsums[2 * m + 1]);
+    accumulate_k_lanes(code, f16_to_f32(blk.d) * load_field<float>(xb), isum);
   }
-  return sum;
+  return k_lanes_total(code);
 }
 
 // The reference has no tiling: four independent dots.

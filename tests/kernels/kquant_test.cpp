@@ -115,6 +115,33 @@ TEST(KQuant, Q8_KStoresScaleQuantsAndSixteenElementSums) {
   for (int i = 0; i < 256; ++i) EXPECT_EQ(back[i], blk.d * blk.qs[i]);
 }
 
+// Ties round away from zero, values just short of a half do not, and a NaN
+// clamps to -127: what std::round of the value clamped by std::fmax/fmin gives.
+TEST(KQuant, Q8_KRoundsLikeStdRoundOfTheClampedValue) {
+  std::vector<float> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = static_cast<float>(i % 127) - 63.0f + (i % 2 ? 0.5f : 0.25f);
+  x[0] = 127.0f;  // amax: d = 1, so x * id is x itself
+  x[1] = -0.5f;
+  x[2] = 0.5f;
+  x[3] = std::nextafter(0.5f, 0.0f);
+  x[4] = -std::nextafter(0.5f, 0.0f);
+  x[5] = 126.5f;
+  x[6] = -126.5f;
+  x[7] = NAN;
+  x[8] = -127.0f;
+  x[9] = std::nextafter(2.5f, 3.0f);
+  std::vector<std::byte> bytes(row_bytes(WeightType::Q8_K, 256));
+  quantize_row(WeightType::Q8_K, x.data(), bytes.data(), 256);
+  BlockQ8_K blk;
+  std::memcpy(&blk, bytes.data(), sizeof blk);
+  ASSERT_EQ(blk.d, 1.0f);
+  for (int i = 0; i < 256; ++i)
+    EXPECT_EQ(blk.qs[i], static_cast<int8_t>(std::round(std::fmin(std::fmax(x[i], -127.0f), 127.0f)))) << i;
+  EXPECT_EQ(blk.qs[1], -1);
+  EXPECT_EQ(blk.qs[3], 0);
+  EXPECT_EQ(blk.qs[7], -127);
+}
+
 // The levels a k-quant sub-block can represent, read from the stored block.
 struct Levels {
   float step, offset;  // value = step * q - offset, q in [lo, hi]
