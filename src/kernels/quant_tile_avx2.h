@@ -67,10 +67,6 @@ inline float qt2_hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Ahead of the block being read, as in the AVX-512 tiles: decode reads every
-// weight byte from memory once.
-constexpr std::size_t kQTile2PrefetchBytes = 512;
-
 // Block b of NW weight rows times NX activation rows into accumulator K (b's parity).
 template <class Ints, int NW, int NX, int K>
 inline void qt2_block(const std::byte* w, std::size_t w_stride, const std::byte* x, std::size_t x_stride,
@@ -85,7 +81,6 @@ inline void qt2_block(const std::byte* w, std::size_t w_stride, const std::byte*
   }
   for (int i = 0; i < NW; ++i) {
     const std::byte* wb = w + static_cast<std::size_t>(i) * w_stride + b * Ints::kWBytes;
-    _mm_prefetch(reinterpret_cast<const char*>(wb + kQTile2PrefetchBytes), _MM_HINT_T0);
     const typename Ints::W wv = Ints::weights(wb);
     const __m256 dw = _mm256_set1_ps(_cvtsh_ss(block_scale_bits(wb)));
     for (int j = 0; j < NX; ++j)
@@ -112,9 +107,11 @@ void qt2_register_tile(const std::byte* w, std::size_t w_stride, const std::byte
           qt2_hsum(_mm256_add_ps(acc[i][j][0], acc[i][j][1]));
 }
 
-// Sixteen registers hold eight accumulators (four outputs) with room for the
-// prepared blocks: 4 x 1 for a single activation row (decode), else 2 x 2.
-constexpr int kQ2RegW = 4;
+// Sixteen registers hold eight accumulators (four outputs, 2 x 2) with room
+// for the prepared blocks. A single activation row (decode) takes its weight
+// rows one at a time, one sequential stream from memory (see kQRegW in
+// quant_tile_avx512.h).
+constexpr int kQ2RegW = 2;
 constexpr int kQ2RegX = 2;
 
 using Q2RegisterTileFn = void (*)(const std::byte*, std::size_t, const std::byte*, std::size_t, std::size_t, float*,
@@ -125,12 +122,13 @@ constexpr std::array<Q2RegisterTileFn, sizeof...(I)> qt2_shapes(std::integer_seq
   return {qt2_register_tile<Ints, I / kQ2RegX + 1, I % kQ2RegX + 1>...};
 }
 
-// The TileFn: any nw x nx, walked in register tiles of at most four outputs.
+// The TileFn: any nw x nx, walked in register tiles of at most kQ2RegW x
+// kQ2RegX (1 x 1 for a single activation row).
 template <class Ints>
 void qt2_tile(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
               std::size_t n, float* y, std::size_t y_stride) {
   static constexpr auto kShapes = qt2_shapes<Ints>(std::make_integer_sequence<int, kQ2RegW * kQ2RegX>{});
-  const int step_w = nx == 1 ? kQ2RegW : 2;
+  const int step_w = nx == 1 ? 1 : kQ2RegW;
   for (int j = 0; j < nx; j += kQ2RegX) {
     const int rx = std::min(kQ2RegX, nx - j);
     for (int i = 0; i < nw; i += step_w) {

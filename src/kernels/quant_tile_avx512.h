@@ -86,12 +86,6 @@ inline __m256 qt_fold512(__m512 v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
 
-// Far enough ahead that a weight row's next lines arrive while this tile
-// computes, near enough that they are still in L1 when read. Decode streams
-// every weight byte from memory once, so this is what keeps it bandwidth-bound
-// rather than latency-bound.
-constexpr std::size_t kQTilePrefetchBytes = 512;
-
 // NW weight rows times NX activation rows, all held in registers: 16-lane
 // accumulators, NX prepared activation pairs and their scales.
 template <class Ints, int NW, int NX>
@@ -114,7 +108,6 @@ void qt_register_tile(const std::byte* w, std::size_t w_stride, const std::byte*
     }
     for (int i = 0; i < NW; ++i) {
       const std::byte* wb = w + static_cast<std::size_t>(i) * w_stride + b * kWB;
-      _mm_prefetch(reinterpret_cast<const char*>(wb + kQTilePrefetchBytes), _MM_HINT_T0);
       const typename Ints::W wv = Ints::weights(wb);
       const __m512 dw = qt_pair_scales(wb, kWB);
       for (int j = 0; j < NX; ++j)
@@ -143,7 +136,12 @@ void qt_register_tile(const std::byte* w, std::size_t w_stride, const std::byte*
 }
 
 // Register tiles up to 4 x 4: sixteen accumulators leave the other half of
-// the 32 registers for the prepared pairs and scales.
+// the 32 registers for the prepared pairs and scales. A single activation
+// row (decode) takes its weight rows one at a time instead: decode streams
+// every weight byte from memory once, and one sequential stream is what the
+// hardware prefetchers follow best, while several rows read side by side
+// measured clearly slower there; one row still gains the cheaper integer and
+// scale steps.
 constexpr int kQRegW = 4;
 constexpr int kQRegX = 4;
 
@@ -155,15 +153,17 @@ constexpr std::array<QRegisterTileFn, sizeof...(I)> qt_shapes(std::integer_seque
   return {qt_register_tile<Ints, I / kQRegX + 1, I % kQRegX + 1>...};
 }
 
-// The TileFn: any nw x nx, walked in register tiles of at most kQRegW x kQRegX.
+// The TileFn: any nw x nx, walked in register tiles of at most kQRegW x kQRegX
+// (1 x 1 for a single activation row).
 template <class Ints>
 void qt_tile(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
              std::size_t n, float* y, std::size_t y_stride) {
   static constexpr auto kShapes = qt_shapes<Ints>(std::make_integer_sequence<int, kQRegW * kQRegX>{});
   for (int j = 0; j < nx; j += kQRegX) {
     const int rx = std::min(kQRegX, nx - j);
-    for (int i = 0; i < nw; i += kQRegW) {
-      const int rw = std::min(kQRegW, nw - i);
+    const int step_w = nx == 1 ? 1 : kQRegW;
+    for (int i = 0; i < nw; i += step_w) {
+      const int rw = std::min(step_w, nw - i);
       kShapes[static_cast<std::size_t>((rw - 1) * kQRegX + (rx - 1))](
           w + static_cast<std::size_t>(i) * w_stride, w_stride, x + static_cast<std::size_t>(j) * x_stride, x_stride,
           n, y + static_cast<std::size_t>(j) * y_stride + static_cast<std::size_t>(i), y_stride);

@@ -54,7 +54,9 @@ struct QTileQ8 {
     const __m512i bias = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), v);
     return {v, _mm512_sub_epi32(_mm512_setzero_si512(), bias)};
   }
-  static X acts(const std::byte* p) { return _mm512_xor_si512(qt_q8_pair(p), _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static X acts(const std::byte* p) {
+    return _mm512_xor_si512(qt_q8_pair(p), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
   static __m512i dot(const W& w, X x) { return _mm512_dpbusd_epi32(w.unbias, x, w.v); }
   static __m256i tail(const std::byte* p) { return qt_q8_tail(p); }
 };
