@@ -75,8 +75,8 @@ void BM_Matmul(benchmark::State& state) {
 void matmul_args(benchmark::internal::Benchmark* b) {
   for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Q4_0,
                        WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K})
-    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
-      for (int n : {1, 32}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), n, 1});
+    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+      for (int n : {1, 32, 64}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), n, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args)->Unit(benchmark::kMillisecond);
 

@@ -72,7 +72,8 @@ inline const VecKernels& active_vec_kernels() { return vec_kernels(active_kernel
 const VecKernels& scalar_vec_kernels();
 const VecKernels& avx2_vec_kernels();
 const VecKernels& avx512_vec_kernels();
-// The AVX-512 table with the k-quant dots using VNNI (vpdpwssd).
+// The AVX-512 table with the k-quant dots using VNNI (vpdpwssd) and the Q8_0 /
+// Q4_0 tiles using VNNI (vpdpbusd).
 const VecKernels& avx512_vnni_vec_kernels();
 
 }  // namespace clm

@@ -3,8 +3,11 @@
 // confirmed them, so the rest of the build stays baseline x86-64.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
@@ -186,6 +189,7 @@ inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
 
 #include "kernels/kquant_simd.h"
 #include "kernels/kquant_dot256.h"
+#include "kernels/quant_tile_avx2.h"
 
 #pragma GCC pop_options
 
@@ -212,8 +216,8 @@ const VecKernels& avx2_vec_kernels() {
                                 .tile_f32 = nullptr,
                                 .tile_f16 = nullptr,
                                 .tile_bf16 = nullptr,
-                                .tile_q8_0 = nullptr,
-                                .tile_q4_0 = nullptr,
+                                .tile_q8_0 = tile_q8_0,
+                                .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,
                                 .tile_q5_k = nullptr,
                                 .tile_q6_k = nullptr,

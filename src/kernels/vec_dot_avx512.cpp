@@ -3,8 +3,11 @@
 // only after cpu_features has confirmed them (and AVX2+FMA+F16C).
 #include <immintrin.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
@@ -221,6 +224,67 @@ inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) {
 
 #include "kernels/kquant_simd.h"
 #include "kernels/kquant_dot512.h"
+#include "kernels/quant_tile_avx512.h"
+
+namespace clm {
+namespace {
+
+// The integer steps of the quantized tiles without VNNI: maddubs wants an
+// unsigned operand, so Q8_0 weights give |w| and their sign mask (x is
+// negated where w < 0, as in block_dot), while Q4_0 codes are unsigned as
+// stored and the -8 comes back as 8 times x's sums of four, made once per
+// activation pair. Pair sums stay within int16: |w| <= 128 and codes <= 15
+// against x in [-127, 127].
+struct QTileQ8 {
+  static constexpr std::size_t kWBytes = sizeof(BlockQ8_0);
+  struct W {
+    __m512i abs;
+    __mmask64 neg;
+  };
+  using X = __m512i;
+  static W weights(const std::byte* p) {
+    const __m512i v = qt_q8_pair(p);
+    return {_mm512_abs_epi8(v), _mm512_movepi8_mask(v)};
+  }
+  static X acts(const std::byte* p) { return qt_q8_pair(p); }
+  static __m512i dot(const W& w, X x) {
+    const __m512i sx = _mm512_mask_sub_epi8(x, w.neg, _mm512_setzero_si512(), x);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(w.abs, sx), _mm512_set1_epi16(1));
+  }
+  static __m256i tail(const std::byte* p) { return qt_q8_tail(p); }
+};
+
+struct QTileQ4 {
+  static constexpr std::size_t kWBytes = sizeof(BlockQ4_0);
+  using W = __m512i;
+  struct X {
+    __m512i q;
+    __m512i minus_8_sums;
+  };
+  static W weights(const std::byte* p) { return qt_q4_codes_pair(p); }
+  static X acts(const std::byte* p) {
+    const __m512i q = qt_q8_pair(p);
+    const __m512i ones16 = _mm512_set1_epi16(1);
+    const __m512i sums = _mm512_madd_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), q), ones16);
+    return {q, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 3))};
+  }
+  static __m512i dot(W w, const X& x) {
+    return _mm512_add_epi32(_mm512_madd_epi16(_mm512_maddubs_epi16(w, x.q), _mm512_set1_epi16(1)), x.minus_8_sums);
+  }
+  static __m256i tail(const std::byte* p) { return qt_q4_tail(p); }
+};
+
+void tile_q8_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
+               std::size_t n, float* y, std::size_t y_stride) {
+  qt_tile<QTileQ8>(w, w_stride, nw, x, x_stride, nx, n, y, y_stride);
+}
+void tile_q4_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
+               std::size_t n, float* y, std::size_t y_stride) {
+  qt_tile<QTileQ4>(w, w_stride, nw, x, x_stride, nx, n, y, y_stride);
+}
+
+}  // namespace
+}  // namespace clm
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
@@ -248,8 +312,8 @@ const VecKernels& avx512_vec_kernels() {
                                 .tile_f32 = nullptr,
                                 .tile_f16 = nullptr,
                                 .tile_bf16 = nullptr,
-                                .tile_q8_0 = nullptr,
-                                .tile_q4_0 = nullptr,
+                                .tile_q8_0 = tile_q8_0,
+                                .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,
                                 .tile_q5_k = nullptr,
                                 .tile_q6_k = nullptr,

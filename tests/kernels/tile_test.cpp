@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel_test_support.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/quantize.h"
 #include "kernels/vec_dot.h"
 #include "kernels/weight_type.h"
@@ -83,6 +84,48 @@ TEST(Tile, EveryShapeIsBitwiseTheDotOfEachPair) {
   }
   // Which tiles exist is a property of the build; say it, so a run shows what it covered.
   std::printf("tiles checked: %d\n", tiles_checked);
+}
+
+// Q8_0 weights from other writers may hold -128, which our quantizer never
+// makes; with activations at +-127 every integer route of the tiles must still
+// be exact, so they still match the dots. The integer sums are exact on every
+// path, and here all scales are 1, so the float steps are exact too and every
+// path must give the scalar reference's value.
+TEST(Tile, Q8_0ExtremeWeightBytesMatchTheDot) {
+  const std::size_t n = 5 * kQuantBlockElems;  // two pairs and an odd block
+  const std::size_t stride = row_bytes(WeightType::Q8_0, n);
+  std::vector<std::byte> w(stride * kTileW), x(stride * kTileX);
+  constexpr uint16_t kOne = 0x3C00;  // f16 1.0
+  auto fill = [&](std::vector<std::byte>& rows, int count, auto value) {
+    for (int r = 0; r < count; ++r)
+      for (std::size_t b = 0; b < n / kQuantBlockElems; ++b) {
+        BlockQ8_0 blk{};
+        blk.d = kOne;
+        for (std::size_t e = 0; e < kQuantBlockElems; ++e) blk.qs[e] = value(r, b, e);
+        std::memcpy(rows.data() + static_cast<std::size_t>(r) * stride + b * sizeof blk, &blk, sizeof blk);
+      }
+  };
+  fill(w, kTileW, [](int r, std::size_t b, std::size_t e) {
+    const int8_t pattern[] = {-128, 127, -128, -128, 0, -1, 1, -127};
+    return (r + b + e) % 3 == 0 ? int8_t{-128} : pattern[(e + static_cast<std::size_t>(r)) % 8];
+  });
+  fill(x, kTileX, [](int r, std::size_t b, std::size_t e) {
+    return (r + b + e) % 2 == 0 ? int8_t{-127} : int8_t{127};
+  });
+  for (KernelPath path : test::supported_paths()) {
+    const VecKernels& k = vec_kernels(path);
+    if (k.tile_q8_0 == nullptr) continue;
+    std::vector<float> y(static_cast<std::size_t>(kTileW) * kTileX);
+    k.tile_q8_0(w.data(), stride, kTileW, x.data(), stride, kTileX, n, y.data(), kTileW);
+    for (int i = 0; i < kTileW; ++i)
+      for (int j = 0; j < kTileX; ++j) {
+        const std::byte* wr = w.data() + static_cast<std::size_t>(i) * stride;
+        const std::byte* xr = x.data() + static_cast<std::size_t>(j) * stride;
+        EXPECT_EQ(y[static_cast<std::size_t>(j) * kTileW + static_cast<std::size_t>(i)],
+                  scalar_vec_kernels().dot_q8_0(wr, xr, n))
+            << kernel_path_name(path) << " at (" << i << "," << j << ")";
+      }
+  }
 }
 
 }  // namespace
