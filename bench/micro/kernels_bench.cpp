@@ -130,6 +130,32 @@ void kquant_dot_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_KQuantDot)->Apply(kquant_dot_args)->Unit(benchmark::kMicrosecond);
 
+// args: weight type id, batch rows, weight rows, weight columns; best path,
+// one thread. The shapes of small models, whose short rows (768 columns are
+// 24 cache lines of f16) stream from memory differently from 4096-column ones.
+void BM_MatmulShape(benchmark::State& state) {
+  const auto type = static_cast<WeightType>(state.range(0));
+  const int n = static_cast<int>(state.range(1));
+  const int rows = static_cast<int>(state.range(2)), cols = static_cast<int>(state.range(3));
+  ThreadPool pool(1);
+  const Matrix m = make_matrix(type, rows, cols);
+  const auto x = random_floats(static_cast<std::size_t>(n) * static_cast<std::size_t>(cols), 2);
+  std::vector<float> y(static_cast<std::size_t>(n) * static_cast<std::size_t>(rows));
+  for (auto _ : state) {
+    matmul(m.w, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s(weights)"] = benchmark::Counter(static_cast<double>(m.bytes.size()),
+                                                       benchmark::Counter::kIsIterationInvariantRate,
+                                                       benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(weight_type_name(type)));
+}
+BENCHMARK(BM_MatmulShape)
+    ->Args({static_cast<int64_t>(WeightType::F16), 1, 32000, 768})
+    ->Args({static_cast<int64_t>(WeightType::F16), 1, 8192, 2048})
+    ->Args({static_cast<int64_t>(WeightType::F16), 64, 2048, 768})
+    ->Unit(benchmark::kMillisecond);
+
 void BM_RmsNorm(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const auto x = random_floats(static_cast<std::size_t>(n), 3), w = random_floats(static_cast<std::size_t>(n), 4);

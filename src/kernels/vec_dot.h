@@ -20,8 +20,8 @@ namespace clm {
 // keeps its own accumulators and order, so results never depend on the tiling.
 using TileFn = void (*)(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride,
                         int nx, std::size_t n, float* y, std::size_t y_stride);
-inline constexpr int kTileW = 4;
-inline constexpr int kTileX = 4;
+inline constexpr int kTileW = 8;
+inline constexpr int kTileX = 12;
 
 struct VecKernels {
   // Row of n f32 / f16 / bf16 values (any alignment) times n f32 values.

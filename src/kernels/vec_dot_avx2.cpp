@@ -50,53 +50,46 @@ struct LoadBf16 {
   float scalar(const std::byte* p) const { return read_bf16_element(p); }
 };
 
-// Four 8-lane accumulators over 32-element steps, then 8-element steps into
-// the first, a fixed combine, then the tail in order: the shape depends on n only.
-template <std::size_t R, class Load>
-void lane_dot_rows(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out, Load load) {
-  constexpr std::size_t kB = Load::kBytes;
-  __m256 acc[R][4];
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t j = 0; j < 4; ++j) acc[r][j] = _mm256_setzero_ps();
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      const __m256 wv = load(w + (i + j * 8) * kB);
-      for (std::size_t r = 0; r < R; ++r)
-        acc[r][j] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * x_stride + i + j * 8), acc[r][j]);
-    }
-  }
-  for (; i + 8 <= n; i += 8) {
-    const __m256 wv = load(w + i * kB);
-    for (std::size_t r = 0; r < R; ++r)
-      acc[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * x_stride + i), acc[r][0]);
-  }
-  for (std::size_t r = 0; r < R; ++r) {
-    const float* xr = x + r * x_stride;
-    float sum = hsum(_mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), _mm256_add_ps(acc[r][2], acc[r][3])));
-    for (std::size_t t = i; t < n; ++t) sum += load.scalar(w + t * kB) * xr[t];
-    out[r] = sum;
-  }
-}
-template <class Load>
-float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
-  float out;
-  lane_dot_rows<1>(w, x, 0, n, &out, load);
-  return out;
-}
+// The lanes of float_tile_kernel.h: one 8-lane accumulator per output, fma
+// per 8-element step, folded 8 -> 4 -> 2 -> 1 in a fixed order.
+struct Ymm {
+  using Reg = __m256;
+  static constexpr std::size_t kLanes = 8;
+  static Reg zero() { return _mm256_setzero_ps(); }
+  static Reg load_x(const float* p) { return _mm256_loadu_ps(p); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static float sum(Reg v) { return hsum(v); }
+};
 
-float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF32{}); }
-float dot_f16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF16{}); }
-float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadBf16{}); }
+}  // namespace
+}  // namespace clm
+
+#include "kernels/float_tile_kernel.h"
+
+namespace clm {
+namespace {
+
+// Register tiles of 4 weight rows x 3 activation rows: 12 accumulators, 3
+// activation vectors and one weight vector fill the 16 ymm registers. Decode
+// (one activation row) takes 8 weight rows at once for 8 independent chains.
+constexpr int kRegW = 4, kRegX = 3, kRegW1 = 8;
+static_assert(kTileW % kRegW == 0 && kTileX % kRegX == 0 && kTileW % kRegW1 == 0);
+
+float dot_f32(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadF32>(w, x, n); }
+float dot_f16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadF16>(w, x, n); }
+float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadBf16>(w, x, n); }
 void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF32{});
+  float_dot4<Ymm, LoadF32>(w, x, x_stride, n, out);
 }
 void dot4_f16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF16{});
+  float_dot4<Ymm, LoadF16>(w, x, x_stride, n, out);
 }
 void dot4_bf16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadBf16{});
+  float_dot4<Ymm, LoadBf16>(w, x, x_stride, n, out);
 }
+constexpr TileFn tile_f32 = float_tile<Ymm, LoadF32, kRegW, kRegX, kRegW1>;
+constexpr TileFn tile_f16 = float_tile<Ymm, LoadF16, kRegW, kRegX, kRegW1>;
+constexpr TileFn tile_bf16 = float_tile<Ymm, LoadBf16, kRegW, kRegX, kRegW1>;
 
 // 32 signed bytes times 32 signed bytes -> 8 exact int32 partial sums. maddubs
 // wants an unsigned operand, so |w| carries the magnitude and x takes w's sign;
@@ -213,9 +206,9 @@ const VecKernels& avx2_vec_kernels() {
                                 .dot4_q4_k = dot4_q4_k,
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
-                                .tile_f32 = nullptr,
-                                .tile_f16 = nullptr,
-                                .tile_bf16 = nullptr,
+                                .tile_f32 = tile_f32,
+                                .tile_f16 = tile_f16,
+                                .tile_bf16 = tile_bf16,
                                 .tile_q8_0 = tile_q8_0,
                                 .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,

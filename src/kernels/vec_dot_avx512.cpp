@@ -58,56 +58,47 @@ struct LoadBf16 {
   float scalar(const std::byte* p) const { return read_bf16_element(p); }
 };
 
-// Four 16-lane accumulators over 64-element steps, 16-element steps into the
-// first, a fixed combine, then the tail in order: the shape depends on n only.
-// R activation rows (x_stride floats apart) share each converted weight
-// vector; every output still sees exactly the operations of the R = 1 case.
-template <std::size_t R, class Load>
-void lane_dot_rows(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out, Load load) {
-  constexpr std::size_t kB = Load::kBytes;
-  __m512 acc[R][4];
-  for (std::size_t r = 0; r < R; ++r)
-    for (std::size_t j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
-  std::size_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    for (std::size_t j = 0; j < 4; ++j) {
-      const __m512 wv = load(w + (i + j * 16) * kB);
-      for (std::size_t r = 0; r < R; ++r)
-        acc[r][j] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * x_stride + i + j * 16), acc[r][j]);
-    }
-  }
-  for (; i + 16 <= n; i += 16) {
-    const __m512 wv = load(w + i * kB);
-    for (std::size_t r = 0; r < R; ++r)
-      acc[r][0] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * x_stride + i), acc[r][0]);
-  }
-  for (std::size_t r = 0; r < R; ++r) {
-    const float* xr = x + r * x_stride;
-    const __m512 all = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3]));
-    float sum = hsum256(fold512(all));
-    for (std::size_t t = i; t < n; ++t) sum += load.scalar(w + t * kB) * xr[t];
-    out[r] = sum;
-  }
-}
-template <class Load>
-float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
-  float out;
-  lane_dot_rows<1>(w, x, 0, n, &out, load);
-  return out;
-}
+// The lanes of float_tile_kernel.h: one 16-lane accumulator per output, fma
+// per 16-element step, folded 16 -> 8 -> 4 -> 2 -> 1 in a fixed order.
+struct Zmm {
+  using Reg = __m512;
+  static constexpr std::size_t kLanes = 16;
+  static Reg zero() { return _mm512_setzero_ps(); }
+  static Reg load_x(const float* p) { return _mm512_loadu_ps(p); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static float sum(Reg v) { return hsum256(fold512(v)); }
+};
 
-float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF32{}); }
-float dot_f16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadF16{}); }
-float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, LoadBf16{}); }
+}  // namespace
+}  // namespace clm
+
+#include "kernels/float_tile_kernel.h"
+
+namespace clm {
+namespace {
+
+// Register tiles of 4 weight rows x 6 activation rows: 24 accumulators, 6
+// activation vectors and one weight vector of the 32 zmm registers, 10 loads
+// (4 conversions) per 24 fmas. Decode (one activation row) takes 8 weight
+// rows at once: 8 independent chains and 8 weight streams.
+constexpr int kRegW = 4, kRegX = 6, kRegW1 = 8;
+static_assert(kTileW % kRegW == 0 && kTileX % kRegX == 0 && kTileW % kRegW1 == 0);
+
+float dot_f32(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadF32>(w, x, n); }
+float dot_f16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadF16>(w, x, n); }
+float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadBf16>(w, x, n); }
 void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF32{});
+  float_dot4<Zmm, LoadF32>(w, x, x_stride, n, out);
 }
 void dot4_f16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadF16{});
+  float_dot4<Zmm, LoadF16>(w, x, x_stride, n, out);
 }
 void dot4_bf16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  lane_dot_rows<4>(w, x, x_stride, n, out, LoadBf16{});
+  float_dot4<Zmm, LoadBf16>(w, x, x_stride, n, out);
 }
+constexpr TileFn tile_f32 = float_tile<Zmm, LoadF32, kRegW, kRegX, kRegW1>;
+constexpr TileFn tile_f16 = float_tile<Zmm, LoadF16, kRegW, kRegX, kRegW1>;
+constexpr TileFn tile_bf16 = float_tile<Zmm, LoadBf16, kRegW, kRegX, kRegW1>;
 
 // Two blocks (64 signed bytes each side) -> 16 exact int32 partial sums, the
 // low 8 from the first block. As in the AVX2 path, |w| is the unsigned operand
@@ -309,9 +300,9 @@ const VecKernels& avx512_vec_kernels() {
                                 .dot4_q4_k = dot4_q4_k,
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
-                                .tile_f32 = nullptr,
-                                .tile_f16 = nullptr,
-                                .tile_bf16 = nullptr,
+                                .tile_f32 = tile_f32,
+                                .tile_f16 = tile_f16,
+                                .tile_bf16 = tile_bf16,
                                 .tile_q8_0 = tile_q8_0,
                                 .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,

@@ -11,7 +11,10 @@ namespace clm {
 
 namespace {
 
-constexpr std::size_t kLanes = 8;
+// The canonical float dot order of the AVX-512 path (float_tile_kernel.h): 16
+// lanes, folded as that path folds its register, then the tail in order. Only
+// the fused multiply-add there (a separate multiply and add here) differs.
+constexpr std::size_t kLanes = 16;
 
 inline float load_f32(const std::byte* p, std::size_t i) {
   float v;
@@ -24,16 +27,18 @@ inline uint16_t load_u16(const std::byte* p, std::size_t i) {
   return v;
 }
 
-// Eight independent partial sums (lane i % 8), combined pairwise in a fixed
-// tree, then the tail added in order. The lanes keep the dependency chain
-// short; the fixed shape keeps the result a function of n alone.
+// Sixteen independent partial sums (lane i % 16): lane l folded with l + 8,
+// then l + 4, then l + 2, then l + 1, then the tail added in order. The
+// fixed shape keeps the result a function of n alone.
 template <class Load>
 float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
   float acc[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (std::size_t l = 0; l < kLanes; ++l) acc[l] += load(w, i + l) * x[i + l];
-  float sum = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+  for (std::size_t half = kLanes / 2; half >= 1; half /= 2)
+    for (std::size_t l = 0; l < half; ++l) acc[l] += acc[l + half];
+  float sum = acc[0];
   for (; i < n; ++i) sum += load(w, i) * x[i];
   return sum;
 }
@@ -46,10 +51,20 @@ float dot_bf16(const std::byte* w, const float* x, std::size_t n) {
   return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return bf16_to_f32(load_u16(p, i)); });
 }
 
-// The reference has no tiling: four independent dots.
+// The reference has no tiling: independent dots, four for dot4 and one per
+// pair of a tile.
 template <float (*Dot)(const std::byte*, const float*, std::size_t)>
 void dot4_float(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
   for (std::size_t r = 0; r < 4; ++r) out[r] = Dot(w, x + r * x_stride, n);
+}
+template <float (*Dot)(const std::byte*, const float*, std::size_t)>
+void tile_float(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
+                std::size_t n, float* y, std::size_t y_stride) {
+  for (int j = 0; j < nx; ++j)
+    for (int i = 0; i < nw; ++i)
+      y[static_cast<std::size_t>(j) * y_stride + static_cast<std::size_t>(i)] =
+          Dot(w + static_cast<std::size_t>(i) * w_stride,
+              reinterpret_cast<const float*>(x + static_cast<std::size_t>(j) * x_stride), n);
 }
 
 // Block integer dots are exact; only the per-block float terms round, summed
@@ -196,9 +211,9 @@ const VecKernels& scalar_vec_kernels() {
                                 .dot4_q4_k = dot4<dot_q4_k>,
                                 .dot4_q5_k = dot4<dot_q5_k>,
                                 .dot4_q6_k = dot4<dot_q6_k>,
-                                .tile_f32 = nullptr,
-                                .tile_f16 = nullptr,
-                                .tile_bf16 = nullptr,
+                                .tile_f32 = tile_float<dot_f32>,
+                                .tile_f16 = tile_float<dot_f16>,
+                                .tile_bf16 = tile_float<dot_bf16>,
                                 .tile_q8_0 = nullptr,
                                 .tile_q4_0 = nullptr,
                                 .tile_q4_k = nullptr,
