@@ -20,33 +20,53 @@ namespace {
 // rows pass kTileW at a time.
 constexpr std::size_t kWeightBlockBytes = 128u << 10;
 
-// Calls tile() over the whole output in tiles of at most kTileW weight rows
-// by kTileX activation rows. Threads split the weight rows in whole tiles.
+// The tiles of one product, in the order threads split them.
+std::size_t tile_rows_count(const WeightMatrix& w) {
+  return (static_cast<std::size_t>(w.rows) + kTileW - 1) / kTileW;
+}
+
+// Calls tile() over output tiles [t_begin, t_end) of one product (tiles of at
+// most kTileW weight rows by kTileX activation rows, counted along the rows).
 template <class Tile>
-void for_each_tile(const WeightMatrix& w, const std::byte* act, std::size_t act_stride, int n, float* y,
-                   ThreadPool& pool, const Tile& tile) {
+void run_tiles(const WeightMatrix& w, float* y, std::size_t t_begin, std::size_t t_end, const std::byte* act,
+               std::size_t act_stride, int n, const Tile& tile) {
   const std::size_t cols = static_cast<std::size_t>(w.cols);
   const std::size_t rows = static_cast<std::size_t>(w.rows);
   const std::size_t nn = static_cast<std::size_t>(n);
   constexpr std::size_t tw = kTileW;
   constexpr std::size_t tx = kTileX;
   const std::size_t block_tiles = std::max<std::size_t>(1, kWeightBlockBytes / std::max<std::size_t>(1, w.row_bytes * tw));
-  pool.parallel_for((rows + tw - 1) / tw, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t t0 = begin; t0 < end; t0 += block_tiles) {
-      const std::size_t o0 = t0 * tw;
-      const std::size_t o1 = std::min(rows, std::min(end, t0 + block_tiles) * tw);
-      for (std::size_t r = 0; r < nn; r += tx) {
-        const int nx = static_cast<int>(std::min(tx, nn - r));
-        for (std::size_t o = o0; o < o1; o += tw)
-          tile(w.data + o * w.row_bytes, w.row_bytes, static_cast<int>(std::min(tw, o1 - o)), act + r * act_stride,
-               act_stride, nx, cols, y + r * rows + o, rows);
-      }
+  for (std::size_t t0 = t_begin; t0 < t_end; t0 += block_tiles) {
+    const std::size_t o0 = t0 * tw;
+    const std::size_t o1 = std::min(rows, std::min(t_end, t0 + block_tiles) * tw);
+    for (std::size_t r = 0; r < nn; r += tx) {
+      const int nx = static_cast<int>(std::min(tx, nn - r));
+      for (std::size_t o = o0; o < o1; o += tw)
+        tile(w.data + o * w.row_bytes, w.row_bytes, static_cast<int>(std::min(tw, o1 - o)), act + r * act_stride,
+             act_stride, nx, cols, y + r * rows + o, rows);
+    }
+  }
+}
+
+// Every tile of every product, in one parallel loop: the threads split the
+// tiles of all the products together, so several small matrices (a decode
+// step's q, k and v) cost one hand-off, not one each.
+template <class Tile>
+void for_each_tile(std::span<const MatmulOutput> outs, const std::byte* act, std::size_t act_stride, int n,
+                   ThreadPool& pool, const Tile& tile) {
+  std::size_t total = 0;
+  for (const MatmulOutput& o : outs) total += tile_rows_count(*o.w);
+  pool.parallel_for(total, [&](std::size_t begin, std::size_t end) {
+    std::size_t base = 0;
+    for (const MatmulOutput& o : outs) {
+      const std::size_t count = tile_rows_count(*o.w);
+      const std::size_t b = std::max(begin, base), e = std::min(end, base + count);
+      if (b < e) run_tiles(*o.w, o.y, b - base, e - base, act, act_stride, n, tile);
+      base += count;
     }
   });
 }
 
-// The tile of a path that has no tile of its own for a type: each weight row
-// once against four activation rows (dot4), or against one (dot).
 using FloatDot = float (*)(const std::byte*, const float*, std::size_t);
 using FloatDot4 = void (*)(const std::byte*, const float*, std::size_t, std::size_t, float*);
 using QuantDot = float (*)(const std::byte*, const std::byte*, std::size_t);
@@ -96,18 +116,31 @@ std::byte* activation_buffer(std::size_t bytes) {
 }  // namespace
 
 void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool) {
-  assert(is_compute_type(w.type));
-  assert(w.cols % static_cast<int>(block_elems(w.type)) == 0);
-  assert(w.row_bytes >= row_bytes(w.type, static_cast<std::size_t>(w.cols)));
-  if (n <= 0 || w.rows <= 0) return;
+  const MatmulOutput out{&w, y};
+  matmul_shared_input(std::span<const MatmulOutput>(&out, 1), x, n, pool);
+}
+
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool) {
+  if (n <= 0 || outs.empty()) return;
+  const WeightMatrix& w = *outs.front().w;
+  for (const MatmulOutput& o : outs) {
+    assert(is_compute_type(o.w->type));
+    assert(o.w->cols % static_cast<int>(block_elems(o.w->type)) == 0);
+    assert(o.w->row_bytes >= row_bytes(o.w->type, static_cast<std::size_t>(o.w->cols)));
+    if (o.w->type != w.type || o.w->cols != w.cols) {
+      // Mixed types (a Q4_K_M file's Q6_K v beside Q4_K q and k) take one loop each.
+      for (const MatmulOutput& each : outs) matmul(*each.w, x, n, each.y, pool);
+      return;
+    }
+  }
   const VecKernels& k = active_vec_kernels();
   const std::size_t cols = static_cast<std::size_t>(w.cols);
   const auto* xb = reinterpret_cast<const std::byte*>(x);
   const std::size_t x_stride = cols * sizeof(float);
 
   auto run = [&](const std::byte* act, std::size_t act_stride, TileFn tile, auto dot, auto dot4) {
-    if (tile != nullptr) return for_each_tile(w, act, act_stride, n, y, pool, tile);
-    for_each_tile(w, act, act_stride, n, y, pool, TileFromDots<decltype(dot), decltype(dot4)>{dot, dot4});
+    if (tile != nullptr) return for_each_tile(outs, act, act_stride, n, pool, tile);
+    for_each_tile(outs, act, act_stride, n, pool, TileFromDots<decltype(dot), decltype(dot4)>{dot, dot4});
   };
   auto float_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4) { run(xb, x_stride, tile, dot, dot4); };
   auto quant_dot = [&](TileFn tile, QuantDot dot, QuantDot4 dot4) {

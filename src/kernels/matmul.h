@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "kernels/weight_type.h"
 #include "util/thread_pool.h"
@@ -31,5 +32,19 @@ struct WeightMatrix {
 // multiple of block_elems(w.type), w.row_bytes >= row_bytes(w.type, cols),
 // y does not overlap x. Must not be called from inside a pool task.
 void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool);
+
+// One product of matmul_shared_input: y = x W^T, laid out as for matmul.
+struct MatmulOutput {
+  const WeightMatrix* w;
+  float* y;
+};
+
+// matmul for several weight matrices applied to the same activation rows
+// (the q, k and v projections; gate and up): x is quantized once and the
+// threads split the rows of all products in one parallel loop, which saves a
+// hand-off per matrix in a decode step. Each y is bitwise what matmul(*w, x,
+// n, y) gives. Matrices of different types or widths are run one by one.
+// Same preconditions as matmul for each; no y may overlap x or another y.
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool);
 
 }  // namespace clm

@@ -143,9 +143,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
 
     // Attention sublayer.
     per_token([&](std::size_t t) { rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E); });
-    matmul(w.wq, xn, n, s_.q.data(), pool);
-    matmul(w.wk, xn, n, s_.k.data(), pool);
-    matmul(w.wv, xn, n, s_.v.data(), pool);
+    const MatmulOutput qkv[] = {{&w.wq, s_.q.data()}, {&w.wk, s_.k.data()}, {&w.wv, s_.v.data()}};
+    matmul_shared_input(qkv, xn, n, pool);
     per_token([&](std::size_t t) {
       float* qt = s_.q.data() + t * Q;
       float* kt = s_.k.data() + t * KV;
@@ -206,8 +205,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     });
 
     // Feed-forward sublayer (SwiGLU).
-    matmul(w.w_gate, xn, n, s_.ffn_gate.data(), pool);
-    matmul(w.w_up, xn, n, s_.ffn_up.data(), pool);
+    const MatmulOutput gate_up[] = {{&w.w_gate, s_.ffn_gate.data()}, {&w.w_up, s_.ffn_up.data()}};
+    matmul_shared_input(gate_up, xn, n, pool);
     per_token([&](std::size_t t) {
       silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F));
     });

@@ -209,6 +209,42 @@ TEST(Matmul, SimdPathsAgreeWithScalar) {
   }
 }
 
+// Several matrices on the same input in one loop give bitwise what each gives
+// alone: same type (one shared loop, tiles of different matrices split
+// between threads together) and mixed types (run one by one).
+TEST(Matmul, SharedInputProductsEqualSeparateOnes) {
+  const std::vector<std::vector<WeightType>> groups = {
+      {WeightType::F16, WeightType::F16, WeightType::F16},
+      {WeightType::Q8_0, WeightType::Q8_0},
+      {WeightType::Q4_K, WeightType::Q4_K, WeightType::Q4_K},
+      {WeightType::Q4_K, WeightType::Q6_K, WeightType::Q4_K}};
+  const int cols = 512;
+  for (const auto& types : groups) {
+    std::vector<TestMatrix> ms;
+    const int rows[] = {37, 8, 21};
+    for (std::size_t i = 0; i < types.size(); ++i) ms.emplace_back(types[i], rows[i], cols, 40 + static_cast<unsigned>(i));
+    for (int n : {1, 3, 13}) {
+      const auto x = test::random_floats(static_cast<std::size_t>(n) * cols, 50 + static_cast<unsigned>(n));
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        std::vector<std::vector<float>> ys;
+        std::vector<MatmulOutput> outs;
+        for (const TestMatrix& m : ms) ys.emplace_back(static_cast<std::size_t>(n) * m.rows, NAN);
+        for (std::size_t i = 0; i < ms.size(); ++i) outs.push_back({nullptr, ys[i].data()});
+        std::vector<WeightMatrix> views;
+        for (const TestMatrix& m : ms) views.push_back(m.view());
+        for (std::size_t i = 0; i < ms.size(); ++i) outs[i].w = &views[i];
+        matmul_shared_input(outs, x.data(), n, pool);
+        for (std::size_t i = 0; i < ms.size(); ++i) {
+          const auto alone = run(ms[i], x, n, threads);
+          EXPECT_EQ(std::memcmp(ys[i].data(), alone.data(), alone.size() * sizeof(float)), 0)
+              << weight_type_name(types[i]) << " product " << i << " n=" << n << " threads=" << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, ForcingAPathIsObservable) {
   test::ScopedKernelPath scoped(KernelPath::Scalar);
   EXPECT_EQ(active_kernel_path(), KernelPath::Scalar);
