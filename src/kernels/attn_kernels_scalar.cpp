@@ -7,6 +7,7 @@
 
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 namespace clm {
@@ -15,16 +16,9 @@ namespace {
 
 constexpr std::size_t kLanes = 16;
 
-inline float load_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline float load_f16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return f16_to_f32(v);
-}
+// Element i of a stored K/V row.
+inline float load_f32(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
+inline float load_f16(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 
 void exp_row(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] = attn_exp::exp_ref(x[i]);

@@ -5,6 +5,7 @@
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 namespace clm {
@@ -16,16 +17,10 @@ namespace {
 // the fused multiply-add there (a separate multiply and add here) differs.
 constexpr std::size_t kLanes = 16;
 
-inline float load_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline uint16_t load_u16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return v;
-}
+// Element i of a stored row.
+inline float load_f32(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
+inline float load_f16(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
+inline float load_bf16(const std::byte* p, std::size_t i) { return read_bf16_element(p + 2 * i); }
 
 // Sixteen independent partial sums (lane i % 16): lane l folded with l + 8,
 // then l + 4, then l + 2, then l + 1, then the tail added in order. The
@@ -45,10 +40,10 @@ float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
 
 float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, load_f32); }
 float dot_f16(const std::byte* w, const float* x, std::size_t n) {
-  return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return f16_to_f32(load_u16(p, i)); });
+  return lane_dot(w, x, n, load_f16);
 }
 float dot_bf16(const std::byte* w, const float* x, std::size_t n) {
-  return lane_dot(w, x, n, [](const std::byte* p, std::size_t i) { return bf16_to_f32(load_u16(p, i)); });
+  return lane_dot(w, x, n, load_bf16);
 }
 
 // The reference has no tiling: independent dots, four for dot4 and one per
@@ -186,10 +181,10 @@ void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f32(v, i);
 }
 void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * f16_to_f32(load_u16(v, i));
+  for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f16(v, i);
 }
 void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(v, i));
+  for (std::size_t i = 0; i < n; ++i) dst[i] = load_f16(v, i);
 }
 
 }  // namespace
