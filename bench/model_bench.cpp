@@ -66,11 +66,15 @@ Result<Summary> measure(Runner& runner, const std::vector<int32_t>& tokens, int 
   return summarize(rates);
 }
 
+FileLoad load_of(const ModelBenchOptions& o) { return o.mmap ? FileLoad::Map : FileLoad::Copy; }
+
 }  // namespace
 
 Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1) return fail("bench: -p, -n must be >= 0 and -r >= 1");
-  auto model = Model::load(o.model_path);
+  LoadOptions load;
+  load.load = load_of(o);
+  auto model = Model::load(o.model_path, load);
   if (!model) return fail(model.error().message);
   const ModelConfig& c = (*model)->config();
   KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 32, o.kv_f32 ? KvType::F32 : KvType::F16};
@@ -105,6 +109,7 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
                           {"min", s.min},       {"max", s.max},   {"n", s.n}};
   };
   nlohmann::json j = {{"model", r.model},          {"kernel_path", r.kernel_path}, {"threads", r.n_threads},
+                      {"weights", file_load_name(load_of(o))},
                       {"weight_bytes", r.weight_bytes}, {"parameters", r.parameters}, {"repetitions", o.repetitions}};
   if (o.n_prompt > 0) j["pp"] = {{"tokens", o.n_prompt}, {"tokens_per_second", summary(r.pp_tokens_per_s)}};
   if (o.n_gen > 0) j["tg"] = {{"tokens", o.n_gen}, {"tokens_per_second", summary(r.tg_tokens_per_s)}};
@@ -112,12 +117,14 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
 }
 
 std::string to_markdown(const ModelBenchOptions& o, const ModelBenchResult& r) {
-  std::string out = "| model | size | params | kernels | threads | test | t/s |\n|---|---:|---:|---|---:|---|---:|\n";
+  std::string out =
+      "| model | size | params | kernels | threads | weights | test | t/s |\n|---|---:|---:|---|---:|---|---|---:|\n";
   char row[512];
   auto add = [&](const std::string& test, const Summary& s) {
-    std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %.2f ± %.2f |\n", r.model.c_str(),
+    std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %.2f ± %.2f |\n", r.model.c_str(),
                   static_cast<double>(r.weight_bytes) / (1024.0 * 1024.0), static_cast<double>(r.parameters) / 1e6,
-                  r.kernel_path.c_str(), r.n_threads, test.c_str(), s.median, s.stddev);
+                  r.kernel_path.c_str(), r.n_threads, 
+                  std::string(file_load_name(load_of(o))).c_str(), test.c_str(), s.median, s.stddev);
     out += row;
   };
   if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt), r.pp_tokens_per_s);

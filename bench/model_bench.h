@@ -20,6 +20,7 @@ struct ModelBenchOptions {
   int n_threads = 0;  // 0: all hardware threads
   int repetitions = 5;
   bool kv_f32 = false;
+  bool mmap = false;  // weights from the file map in place instead of a private copy
 };
 
 struct ModelBenchResult {

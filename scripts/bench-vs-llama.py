@@ -7,10 +7,15 @@ round, so that both see the same machine conditions. Prints a Markdown table
 with the ratio per row and decode speed as a fraction of the memory-read
 bandwidth (`clmcache bench memory`), and writes every raw result as JSON.
 
+--weights copy,mmap measures both ways of holding the weights, each against
+llama.cpp's equivalent: `copy` (clmcache's default, a private huge-page copy)
+against `llama-bench -mmp 0`, `mmap` (`clmcache bench model --mmap`) against
+`llama-bench -mmp 1`, llama.cpp's default.
+
   scripts/bench-vs-llama.py --clmcache build/clmcache \
       [--llama-bench PATH/TO/llama.cpp/build/bin/llama-bench] \
       [--models-dir DIR] [--presets 110m,1b] [--types f16,q8_0,q4_k] \
-      [-t 2] [-p 512] [-n 128] [--rounds 3] [--json-out results.json]
+      [--weights copy,mmap] [-t 2] [-p 512] [-n 128] [--rounds 3] [--json-out results.json]
 """
 import argparse
 import json
@@ -25,15 +30,15 @@ def run_json(cmd):
     return json.loads(out)
 
 
-def clm_once(args, model):
+def clm_once(args, model, weights):
     j = run_json([args.clmcache, "bench", "model", "-m", model, "-p", str(args.p), "-n", str(args.n),
-                  "-t", str(args.t), "-r", "1", "-o", "json"])
+                  "-t", str(args.t), "-r", "1", "-o", "json"] + (["--mmap"] if weights == "mmap" else []))
     return j["pp"]["tokens_per_second"]["median"], j["tg"]["tokens_per_second"]["median"]
 
 
-def llama_once(args, model):
+def llama_once(args, model, weights):
     rows = run_json([args.llama_bench, "-m", model, "-p", str(args.p), "-n", str(args.n),
-                     "-t", str(args.t), "-r", "1", "-o", "json"])
+                     "-t", str(args.t), "-r", "1", "-o", "json", "-mmp", "1" if weights == "mmap" else "0"])
     pp = next(r["avg_ts"] for r in rows if r["n_prompt"] > 0)
     tg = next(r["avg_ts"] for r in rows if r["n_gen"] > 0)
     return pp, tg
@@ -46,12 +51,16 @@ def main():
     ap.add_argument("--models-dir", default="bench-models")
     ap.add_argument("--presets", default="110m,1b")
     ap.add_argument("--types", default="f16,q8_0,q4_k")
+    ap.add_argument("--weights", default="copy")
     ap.add_argument("-t", type=int, default=2)
     ap.add_argument("-p", type=int, default=512)
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json-out", default=None)
     args = ap.parse_args()
+    modes = args.weights.split(",")
+    if not modes or any(m not in ("copy", "mmap") for m in modes):
+        ap.error("--weights takes copy, mmap or copy,mmap")
 
     os.makedirs(args.models_dir, exist_ok=True)
     bw = run_json([args.clmcache, "bench", "memory", "-t", str(args.t)])["read_gb_per_s"]["median"]
@@ -66,26 +75,31 @@ def main():
                 subprocess.run([args.clmcache, "make-model", "--preset", preset, "--type", wtype, "-o", model],
                                check=True)
             size = os.path.getsize(model)
-            clm, llama = [], []
+            clm = {m: [] for m in modes}
+            llama = {m: [] for m in modes}
             for r in range(args.rounds):  # alternate so both sides share the machine's mood
-                clm.append(clm_once(args, model))
-                if args.llama_bench:
-                    llama.append(llama_once(args, model))
-                print(f"{preset} {wtype} round {r + 1}: clmcache {clm[-1]}" +
-                      (f", llama.cpp {llama[-1]}" if llama else ""), file=sys.stderr)
-            row = {"preset": preset, "type": wtype, "bytes": size,
-                   "clmcache_pp": statistics.median(x[0] for x in clm),
-                   "clmcache_tg": statistics.median(x[1] for x in clm)}
-            if llama:
-                row["llama_pp"] = statistics.median(x[0] for x in llama)
-                row["llama_tg"] = statistics.median(x[1] for x in llama)
-            # Decode reads every weight byte once per token.
-            row["clmcache_tg_bandwidth_fraction"] = row["clmcache_tg"] * size / 1e9 / bw
-            results["rows"].append(row)
+                for m in modes:
+                    clm[m].append(clm_once(args, model, m))
+                    if args.llama_bench:
+                        llama[m].append(llama_once(args, model, m))
+                    print(f"{preset} {wtype} {m} round {r + 1}: clmcache {clm[m][-1]}" +
+                          (f", llama.cpp {llama[m][-1]}" if llama[m] else ""), file=sys.stderr)
+            for m in modes:
+                row = {"preset": preset, "type": wtype, "weights": m, "bytes": size,
+                       "clmcache_pp": statistics.median(x[0] for x in clm[m]),
+                       "clmcache_tg": statistics.median(x[1] for x in clm[m]),
+                       "clmcache_runs": clm[m]}
+                if llama[m]:
+                    row["llama_pp"] = statistics.median(x[0] for x in llama[m])
+                    row["llama_tg"] = statistics.median(x[1] for x in llama[m])
+                    row["llama_runs"] = llama[m]
+                # Decode reads every weight byte once per token.
+                row["clmcache_tg_bandwidth_fraction"] = row["clmcache_tg"] * size / 1e9 / bw
+                results["rows"].append(row)
 
-    print(f"| model | type | size | pp{args.p} clmcache | pp{args.p} llama.cpp | ratio | "
+    print(f"| model | type | weights | size | pp{args.p} clmcache | pp{args.p} llama.cpp | ratio | "
           f"tg{args.n} clmcache | tg{args.n} llama.cpp | ratio | tg / bandwidth limit |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     def fmt(x, spec):
         return "-" if x is None else format(x, spec)
 
@@ -93,7 +107,7 @@ def main():
         lp, lt = r.get("llama_pp"), r.get("llama_tg")
         pp_ratio = r["clmcache_pp"] / lp if lp else None
         tg_ratio = r["clmcache_tg"] / lt if lt else None
-        print(f"| {r['preset']} | {r['type']} | {r['bytes'] / 2**20:.0f} MiB | {r['clmcache_pp']:.1f} | "
+        print(f"| {r['preset']} | {r['type']} | {r['weights']} | {r['bytes'] / 2**20:.0f} MiB | {r['clmcache_pp']:.1f} | "
               f"{fmt(lp, '.1f')} | {fmt(pp_ratio, '.2f')} | {r['clmcache_tg']:.2f} | {fmt(lt, '.2f')} | "
               f"{fmt(tg_ratio, '.2f')} | {r['clmcache_tg_bandwidth_fraction'] * 100:.0f}% |")
     if args.json_out:

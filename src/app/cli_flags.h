@@ -20,6 +20,7 @@ struct EngineFlags {
   int block_size = 32;
   int max_batch_tokens = 512;
   bool no_prefix_cache = false;
+  bool mmap = false;
   std::size_t kv_memory_mb = 0;
   int parallel = 16;
   uint32_t cache_hot_after = 2;

@@ -107,6 +107,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000));
   model->add_option("-o,--output", mf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   model->add_option("--kv-type", mf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  model->add_flag("--mmap", mf->options.mmap, "use the weights in place from the file map (like llama-bench -mmp 1)");
   model->callback([mf, &exit_code] { exit_code = bench_model(*mf); });
 
   auto df = std::make_shared<DialogueBenchFlags>();

@@ -24,6 +24,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
   LoadOptions load;
+  load.load = options.weight_load;
   load.on_progress = options.on_load_progress;
   auto model = Model::load(options.model_path, load);
   if (!model) return fail(model.error().message);

@@ -36,6 +36,8 @@ struct EngineOptions {
   bool prefix_cache = true;    // reuse the K/V of identical prompt prefixes
   uint32_t cache_hot_after_hits = 2;  // cached blocks hit this often are evicted last
   double cache_ttl_s = 0.0;           // idle cached blocks older than this are dropped; 0 = never
+  // Weights: a private huge-page copy (default) or the file's map in place.
+  FileLoad weight_load = FileLoad::Copy;
   std::function<void(float)> on_load_progress;
   // The model's fingerprint if the caller remembers it from an earlier load
   // of the same file; otherwise it is computed (it hashes every weight byte).

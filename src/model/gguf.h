@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -16,7 +17,7 @@
 
 #include "kernels/weight_type.h"
 #include "util/error.h"
-#include "util/mapped_file.h"
+#include "util/file_image.h"
 
 namespace clm {
 
@@ -53,8 +54,9 @@ struct GgufTensorInfo {
 
 class GgufFile {
  public:
-  // Maps and parses a file.
-  static Result<GgufFile> open(const std::string& path);
+  // Loads (see FileImage: mapped in place by default) and parses a file.
+  static Result<GgufFile> open(const std::string& path, FileLoad load = FileLoad::Map,
+                               const std::function<void(float)>& on_progress = {});
   // Parses bytes the caller keeps alive (tests, fuzzing). No copy.
   static Result<GgufFile> parse(std::span<const std::byte> bytes);
 
@@ -81,9 +83,11 @@ class GgufFile {
   const GgufTensorInfo* tensor(std::string_view name) const;
 
   std::span<const std::byte> bytes() const { return bytes_; }
+  // How open() holds the bytes (parse()'s caller holds them: Map).
+  FileLoad load() const { return file_ ? file_->load() : FileLoad::Map; }
 
  private:
-  std::shared_ptr<MappedFile> file_;  // empty for parse()
+  std::shared_ptr<FileImage> file_;  // empty for parse()
   std::span<const std::byte> bytes_;
   std::string path_;
   uint32_t version_ = 0;

@@ -35,7 +35,8 @@ void prefault(std::span<const std::byte> bytes, const std::function<void(float)>
 }  // namespace
 
 Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
-  auto file = GgufFile::open(path);
+  auto file = GgufFile::open(path, options.load,
+                            options.load == FileLoad::Copy ? options.on_progress : std::function<void(float)>{});
   if (!file) return fail(file.error().message);
   auto config = read_model_config(*file);
   if (!config) return fail(path + ": " + config.error().message);
@@ -52,7 +53,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOp
   m->config_ = std::move(*config);
   m->weights_ = std::move(*weights);
   m->tokenizer_ = std::move(*tokenizer);
-  if (options.prefault) prefault(m->file_.bytes().subspan(m->file_.data_offset()), options.on_progress);
+  if (options.load == FileLoad::Map && options.prefault) prefault(m->file_.bytes().subspan(m->file_.data_offset()), options.on_progress);
   return m;
 }
 

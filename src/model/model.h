@@ -22,9 +22,13 @@
 namespace clm {
 
 struct LoadOptions {
-  // Called with a fraction in [0, 1] while the weights are paged in.
+  // Where the weights live (util/file_image.h): a private huge-page copy by
+  // default, which decodes much faster; Map uses the page cache in place.
+  FileLoad load = FileLoad::Copy;
+  // Called with a fraction in [0, 1] while the weights are read or paged in.
   std::function<void(float)> on_progress;
-  // Touch every weight page at load so the first request does not pay for it.
+  // With Map: touch every weight page at load so the first request does not
+  // pay for it. (A Copy has read every byte already.)
   bool prefault = true;
 };
 

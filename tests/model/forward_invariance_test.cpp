@@ -102,6 +102,21 @@ TEST(ForwardInvariance, RealModelIsBatchAndChunkInvariant) {
   check_invariance(**model, KvType::F32);
 }
 
+TEST(ForwardInvariance, WeightsFromTheMapAndFromACopyGiveTheSameLogits) {
+  const std::string path = test::shared_file("models/stories260K.gguf");
+  LoadOptions map;
+  map.load = FileLoad::Map;
+  auto mapped = Model::load(path, map);
+  auto copied = Model::load(path);  // the default: a private copy
+  ASSERT_TRUE(mapped && copied);
+  EXPECT_EQ((*mapped)->file().load(), FileLoad::Map);
+  EXPECT_EQ((*copied)->file().load(), FileLoad::Copy);
+  EXPECT_NE((*mapped)->file().bytes().data(), (*copied)->file().bytes().data());
+  const auto prompt = prompt_of(40, 3, (*mapped)->config().n_vocab);
+  EXPECT_TRUE(bitwise_equal(run(**mapped, KvType::F16, {prompt}, 1000, 1)[0],
+                            run(**copied, KvType::F16, {prompt}, 1000, 1)[0]));
+}
+
 TEST(ForwardInvariance, QuantizedSyntheticModelsAreBatchAndChunkInvariant) {
   for (WeightType t : {WeightType::Q8_0, WeightType::Q4_0, WeightType::F16}) {
     SyntheticModelSpec s;

@@ -101,7 +101,7 @@ TEST(GgufMalformed, EveryTruncationIsAnError) {
 }
 
 TEST(GgufMalformed, TruncatedRealModelIsAnError) {
-  auto mapped = MappedFile::open(test::shared_file("models/stories260K.gguf"));
+  auto mapped = FileImage::open(test::shared_file("models/stories260K.gguf"));
   ASSERT_TRUE(mapped);
   const auto bytes = mapped->bytes();
   // Every cut in the first 2 KiB, then strides through the rest of the header
@@ -319,7 +319,7 @@ TEST(GgufMalformed, RandomByteFlipsNeverCrash) {
 }
 
 TEST(GgufMalformed, RandomByteFlipsInRealModelHeader) {
-  auto mapped = MappedFile::open(test::shared_file("models/stories260K.gguf"));
+  auto mapped = FileImage::open(test::shared_file("models/stories260K.gguf"));
   ASSERT_TRUE(mapped);
   std::vector<std::byte> bytes(mapped->bytes().begin(), mapped->bytes().end());
   int errors = 0;
