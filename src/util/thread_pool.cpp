@@ -13,32 +13,6 @@ std::pair<std::size_t, std::size_t> chunk(std::size_t n, int parts, int i) {
   return {n * idx / p, n * (idx + 1) / p};
 }
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-// Polls `done` up to `budget` times (a pause each) and reports whether it
-// held. The budget adapts like an adaptive mutex: it doubles (up to
-// ThreadPool::kMaxPolls) when polling paid off and halves when it did not.
-// On an idle machine the other side answers within the gap between two loops
-// of a forward pass and polls win over a futex wake-up; on an oversubscribed
-// one the thread we wait for may be queued behind us on this very core, polls
-// keep failing and the pool falls back to sleeping at once.
-template <class Pred>
-bool spin_until(Pred done, int& budget) {
-  for (int i = 0; i < budget; ++i) {
-    if (done()) {
-      budget = std::min(ThreadPool::kMaxPolls, 2 * budget + 16);
-      return true;
-    }
-    cpu_relax();
-  }
-  budget /= 2;
-  return done();
-}
-
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
@@ -78,7 +52,7 @@ void ThreadPool::run(std::size_t n, Task task, void* ctx) {
   const auto [b, e] = chunk(n, parts, 0);
   if (b < e) task(ctx, b, e);
   auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(all_done, caller_polls_)) {
+  if (!caller_spin_.poll(all_done)) {
     std::unique_lock<std::mutex> lock(mu_);
     caller_sleeping_.store(true);
     done_cv_.wait(lock, all_done);
@@ -88,10 +62,10 @@ void ThreadPool::run(std::size_t n, Task task, void* ctx) {
 
 void ThreadPool::worker_loop(int index) {
   unsigned long seen = 0;
-  int polls = kMaxPolls;
+  AdaptiveSpin spin;
   for (;;) {
     auto has_job = [&] { return stop_.load(std::memory_order_relaxed) || generation_.load() != seen; };
-    if (!spin_until(has_job, polls)) {
+    if (!spin.poll(has_job)) {
       std::unique_lock<std::mutex> lock(mu_);
       sleepers_.fetch_add(1);
       start_cv_.wait(lock, has_job);

@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "util/adaptive_spin.h"
+
 namespace clm {
 
 class ThreadPool {
@@ -23,9 +25,6 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
-
-  // Most polls a waiting thread makes before it sleeps (about 100-300 us).
-  static constexpr int kMaxPolls = 4096;
 
   // Calls fn(begin, end) on disjoint chunks covering [0, n); chunk i of size()
   // is [n*i/size(), n*(i+1)/size()), so boundaries depend only on n and the
@@ -61,7 +60,7 @@ class ThreadPool {
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
   std::atomic<bool> stop_{false};
-  int caller_polls_ = kMaxPolls;  // touched by the calling thread only
+  AdaptiveSpin caller_spin_;  // touched by the calling thread only
 };
 
 // Number of hardware threads, at least 1.
