@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_stats.h"
+#include "util/error.h"
 
 namespace clm {
 
@@ -23,7 +24,7 @@ struct MemoryBenchResult {
   Summary gb_per_s;
 };
 
-MemoryBenchResult run_memory_bench(const MemoryBenchOptions& options);
+Result<MemoryBenchResult> run_memory_bench(const MemoryBenchOptions& options);
 nlohmann::json to_json(const MemoryBenchOptions& options, const MemoryBenchResult& result);
 
 }  // namespace clm

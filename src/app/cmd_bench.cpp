@@ -136,7 +136,13 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   memory->add_option("-t,--threads", mem->n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   memory->add_option("-r,--repetitions", mem->repetitions, "measured passes")->check(CLI::Range(1, 1000));
   memory->callback([mem, &exit_code] {
-    std::cout << to_json(*mem, run_memory_bench(*mem)).dump(2) << "\n";
+    auto result = run_memory_bench(*mem);
+    if (!result) {
+      std::fprintf(stderr, "clmcache: %s\n", result.error().message.c_str());
+      exit_code = 1;
+      return;
+    }
+    std::cout << to_json(*mem, *result).dump(2) << "\n";
     exit_code = 0;
   });
 }

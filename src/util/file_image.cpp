@@ -14,8 +14,6 @@ namespace clm {
 
 namespace {
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
 // Closes the descriptor on every path out of open().
 struct FdCloser {
   int fd;
@@ -24,26 +22,6 @@ struct FdCloser {
 
 std::string errno_text(const std::string& what, const std::string& path, int err) {
   return what + " '" + path + "': " + std::strerror(err);
-}
-
-// Anonymous memory of at least `size` bytes starting on a 2 MiB boundary, so
-// the kernel can back it with huge pages from the first byte. Over-allocates
-// one huge page and gives back the unaligned head and tail.
-Result<std::pair<void*, std::size_t>> map_huge_aligned(std::size_t size) {
-  const std::size_t rounded = (size + kHugePage - 1) / kHugePage * kHugePage;
-  const std::size_t span = rounded + kHugePage;
-  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return fail(std::string("cannot allocate memory for the weights: ") + std::strerror(errno));
-  const auto base = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (base + kHugePage - 1) / kHugePage * kHugePage;
-  if (aligned > base) ::munmap(raw, aligned - base);
-  const std::uintptr_t end = base + span;
-  if (end > aligned + rounded) ::munmap(reinterpret_cast<void*>(aligned + rounded), end - (aligned + rounded));
-  void* region = reinterpret_cast<void*>(aligned);
-  // Advice, not a requirement: without THP (or with it off) the copy still
-  // works on small pages.
-  (void)::madvise(region, rounded, MADV_HUGEPAGE);
-  return std::pair{region, rounded};
 }
 
 Status read_all(int fd, std::byte* dst, std::size_t size, const std::string& path,
@@ -86,28 +64,25 @@ Result<FileImage> FileImage::open(const std::string& path, FileLoad load,
   if (load == FileLoad::Map) {
     void* p = ::mmap(nullptr, image.size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) return fail(errno_text("cannot map", path, errno));
-    image.region_ = p;
-    image.region_size_ = image.size_;
+    image.data_ = static_cast<const std::byte*>(p);
   } else {
-    auto region = map_huge_aligned(image.size_);
+    auto region = HugePageRegion::allocate(image.size_);
     if (!region) return fail(path + ": " + region.error().message);
-    image.region_ = region->first;
-    image.region_size_ = region->second;
     (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    auto read = read_all(fd, static_cast<std::byte*>(image.region_), image.size_, path, on_progress);
-    if (!read) return std::unexpected(read.error());  // image's destructor unmaps
+    auto read = read_all(fd, region->data(), image.size_, path, on_progress);
+    if (!read) return std::unexpected(read.error());
     // Same promise as the map: nobody writes the weights.
-    if (::mprotect(image.region_, image.region_size_, PROT_READ) != 0)
-      return fail(errno_text("cannot write-protect the copy of", path, errno));
+    auto ro = region->make_read_only();
+    if (!ro) return fail(path + ": " + ro.error().message);
+    image.copy_ = std::move(*region);
+    image.data_ = image.copy_.data();
   }
-  image.data_ = static_cast<const std::byte*>(image.region_);
   return image;
 }
 
 void FileImage::release() {
-  if (region_ != nullptr) ::munmap(region_, region_size_);
-  region_ = nullptr;
-  region_size_ = 0;
+  if (load_ == FileLoad::Map && data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  copy_ = HugePageRegion();
   data_ = nullptr;
   size_ = 0;
 }
@@ -115,8 +90,7 @@ void FileImage::release() {
 FileImage::FileImage(FileImage&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      region_(std::exchange(other.region_, nullptr)),
-      region_size_(std::exchange(other.region_size_, 0)),
+      copy_(std::move(other.copy_)),
       load_(other.load_),
       path_(std::move(other.path_)) {}
 
@@ -125,8 +99,7 @@ FileImage& FileImage::operator=(FileImage&& other) noexcept {
     release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
-    region_ = std::exchange(other.region_, nullptr);
-    region_size_ = std::exchange(other.region_size_, 0);
+    copy_ = std::move(other.copy_);
     load_ = other.load_;
     path_ = std::move(other.path_);
   }

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "util/error.h"
+#include "util/huge_page_region.h"
 
 namespace clm {
 
@@ -49,8 +50,7 @@ class FileImage {
 
   const std::byte* data_ = nullptr;
   std::size_t size_ = 0;
-  void* region_ = nullptr;      // what munmap takes back
-  std::size_t region_size_ = 0;
+  HugePageRegion copy_;  // holds the bytes of a Copy; empty for a Map
   FileLoad load_ = FileLoad::Map;
   std::string path_;
 };
