@@ -5,7 +5,8 @@ Writes the models with `clmcache make-model`, then runs `clmcache bench model`
 and (given --llama-bench) llama.cpp's `llama-bench` alternately, round after
 round, so that both see the same machine conditions. Prints a Markdown table
 with the ratio per row and decode speed as a fraction of the memory-read
-bandwidth (`clmcache bench memory`), and writes every raw result as JSON.
+bandwidth (`clmcache bench memory`, measured once per round and model; the
+row uses the median of its rounds), and writes every raw result as JSON.
 
 --weights copy,mmap measures both ways of holding the weights, each against
 llama.cpp's equivalent: `copy` (clmcache's default, a private huge-page copy)
@@ -63,9 +64,11 @@ def main():
         ap.error("--weights takes copy, mmap or copy,mmap")
 
     os.makedirs(args.models_dir, exist_ok=True)
-    bw = run_json([args.clmcache, "bench", "memory", "-t", str(args.t)])["read_gb_per_s"]["median"]
-    results = {"threads": args.t, "memory_read_gb_per_s": bw, "rows": []}
-    print(f"memory-read bandwidth with {args.t} threads: {bw:.1f} GB/s", file=sys.stderr)
+    def bandwidth():
+        return run_json([args.clmcache, "bench", "memory", "-t", str(args.t)])["read_gb_per_s"]["median"]
+
+    results = {"threads": args.t, "rows": []}
+    all_bw = []
 
     for preset in args.presets.split(","):
         for wtype in args.types.split(","):
@@ -77,13 +80,16 @@ def main():
             size = os.path.getsize(model)
             clm = {m: [] for m in modes}
             llama = {m: [] for m in modes}
+            bws = []  # the limit is measured in every round too: this machine's bandwidth drifts
             for r in range(args.rounds):  # alternate so both sides share the machine's mood
+                bws.append(bandwidth())
                 for m in modes:
                     clm[m].append(clm_once(args, model, m))
                     if args.llama_bench:
                         llama[m].append(llama_once(args, model, m))
-                    print(f"{preset} {wtype} {m} round {r + 1}: clmcache {clm[m][-1]}" +
+                    print(f"{preset} {wtype} {m} round {r + 1}: {bws[-1]:.1f} GB/s, clmcache {clm[m][-1]}" +
                           (f", llama.cpp {llama[m][-1]}" if llama[m] else ""), file=sys.stderr)
+            all_bw.extend(bws)
             for m in modes:
                 row = {"preset": preset, "type": wtype, "weights": m, "bytes": size,
                        "clmcache_pp": statistics.median(x[0] for x in clm[m]),
@@ -94,9 +100,13 @@ def main():
                     row["llama_tg"] = statistics.median(x[1] for x in llama[m])
                     row["llama_runs"] = llama[m]
                 # Decode reads every weight byte once per token.
+                bw = statistics.median(bws)
+                row["memory_read_gb_per_s"] = bw
+                row["memory_read_runs"] = bws
                 row["clmcache_tg_bandwidth_fraction"] = row["clmcache_tg"] * size / 1e9 / bw
                 results["rows"].append(row)
 
+    results["memory_read_gb_per_s"] = statistics.median(all_bw) if all_bw else None
     print(f"| model | type | weights | size | pp{args.p} clmcache | pp{args.p} llama.cpp | ratio | "
           f"tg{args.n} clmcache | tg{args.n} llama.cpp | ratio | tg / bandwidth limit |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -3,10 +3,10 @@
 //    processes share the pages, loading is instant.
 //  - Copy: read once into private memory advised for transparent huge pages.
 //    Costs a read of the file and its size in private memory, but streaming
-//    the weights for every decoded token is much faster there: on the
-//    machine of docs/BENCHMARKS.md a 1B F16 model decodes ~2x faster than
-//    from the map (page walks and page-cache bookkeeping on 4 KiB file
-//    pages; anonymous 2 MiB pages need neither).
+//    the weights for every decoded token can be much faster there: on the
+//    virtual machine of docs/BENCHMARKS.md a 1B F16 model decoded up to ~2x
+//    faster than from the map (the cause lies in the file-backed mapping,
+//    not the page size: a small-page copy was nearly as fast).
 // Either way the bytes are used as they are (no repacking) and are
 // write-protected. Move-only; released on destruction.
 #pragma once
