@@ -119,12 +119,12 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
 std::string to_markdown(const ModelBenchOptions& o, const ModelBenchResult& r) {
   std::string out =
       "| model | size | params | kernels | threads | weights | test | t/s |\n|---|---:|---:|---|---:|---|---|---:|\n";
+  const std::string weights(file_load_name(load_of(o)));
   char row[512];
   auto add = [&](const std::string& test, const Summary& s) {
     std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %.2f ± %.2f |\n", r.model.c_str(),
                   static_cast<double>(r.weight_bytes) / (1024.0 * 1024.0), static_cast<double>(r.parameters) / 1e6,
-                  r.kernel_path.c_str(), r.n_threads, 
-                  std::string(file_load_name(load_of(o))).c_str(), test.c_str(), s.median, s.stddev);
+                  r.kernel_path.c_str(), r.n_threads, weights.c_str(), test.c_str(), s.median, s.stddev);
     out += row;
   };
   if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt), r.pp_tokens_per_s);

@@ -309,10 +309,10 @@ std::string_view gguf_value_type_name(GgufValueType t) {
 
 Result<GgufFile> GgufFile::open(const std::string& path, FileLoad load,
                                 const std::function<void(float)>& on_progress) {
-  auto mapped = FileImage::open(path, load, on_progress);
-  if (!mapped) return fail("gguf: " + mapped.error().message);
+  auto image = FileImage::open(path, load, on_progress);
+  if (!image) return fail("gguf: " + image.error().message);
   // Held on the heap so that views into it survive moves of the GgufFile.
-  auto file = std::make_shared<FileImage>(std::move(*mapped));
+  auto file = std::make_shared<FileImage>(std::move(*image));
   auto parsed = parse(file->bytes());
   if (!parsed) return fail(parsed.error().message + " (in '" + path + "')");
   parsed->file_ = std::move(file);
