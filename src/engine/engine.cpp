@@ -58,6 +58,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.max_running = options.max_running;
   sched.max_queued = options.max_queued;
   sched.n_ctx = options.n_ctx;
+  sched.reuse = options.reuse;
+  if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
 }
@@ -73,6 +75,8 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.stop_at_end_of_generation = options.stop_at_end_of_generation;
   req.sampler = options.sampler;
   req.cache_namespace = options.cache_namespace;
+  req.reuse = options.reuse;
+  req.prompt_logprobs = options.prompt_logprobs;
 
   struct Wait {
     std::mutex mu;
@@ -109,6 +113,8 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   GenerationStats out;
   out.prompt_tokens = s.prompt_tokens;
   out.cached_tokens = s.cached_tokens;
+  out.reuse = s.reuse;
+  out.prompt_logprobs = s.prompt_logprobs;
   out.generated_tokens = s.generated_tokens;
   out.time_to_first_token_s = s.time_to_first_token_s;
   if (s.generated_tokens > 0) {

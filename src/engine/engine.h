@@ -34,6 +34,9 @@ struct EngineOptions {
   int max_running = 16;        // sequences decoding at once
   int max_queued = 256;        // requests waiting for room
   bool prefix_cache = true;    // reuse the K/V of identical prompt prefixes
+  // The default reuse mode of requests and the span search's limits
+  // (cache/reuse_plan.h). prefix_cache = false forces ReuseMode::Off.
+  ReuseOptions reuse;
   uint32_t cache_hot_after_hits = 2;  // cached blocks hit this often are evicted last
   double cache_ttl_s = 0.0;           // idle cached blocks older than this are dropped; 0 = never
   // Weights: a private huge-page copy (default) or the file's map in place.
@@ -50,13 +53,17 @@ struct GenerateOptions {
   bool stop_at_end_of_generation = true;
   SamplerParams sampler;
   uint64_t cache_namespace = 0;
+  std::optional<ReuseMode> reuse;  // overrides EngineOptions::reuse.mode
+  int prompt_logprobs = -1;        // see Request::prompt_logprobs
 };
 
 using GeneratedToken = TokenEvent;
 
 struct GenerationStats {
   int prompt_tokens = 0;
-  int cached_tokens = 0;    // prompt tokens attached from the prefix cache
+  int cached_tokens = 0;    // prompt tokens reused from the cache (prefix + shift)
+  ReuseCounts reuse;        // where each prompt token's K/V came from
+  std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // see RequestSummary
   int generated_tokens = 0;
   double time_to_first_token_s = 0.0;
   double prefill_s = 0.0;   // admission to the first token

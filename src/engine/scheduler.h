@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cache/kv_cache_manager.h"
+#include "cache/reuse_plan.h"
 #include "model/model.h"
 #include "model/sampler.h"
 #include "util/error.h"
@@ -41,6 +42,9 @@ struct SchedulerOptions {
   int max_running = 16;         // sequences decoding at once
   int max_queued = 256;         // waiting requests; submit fails beyond this
   int n_ctx = 4096;             // most tokens one sequence may hold
+  // How prompts reuse cached K/V unless a request says otherwise, and the
+  // span search's limits (cache/reuse_plan.h).
+  ReuseOptions reuse;
 };
 
 struct Request {
@@ -50,6 +54,13 @@ struct Request {
   bool stop_at_end_of_generation = true;
   SamplerParams sampler;
   uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
+  // Overrides SchedulerOptions::reuse.mode for this request; a request may
+  // ask for less reuse than the server allows, never for more than Shift.
+  std::optional<ReuseMode> reuse;
+  // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
+  // row is computed, the log-probability of prompt[i] and the K most likely
+  // tokens there (RequestSummary::prompt_logprobs).
+  int prompt_logprobs = -1;
   // Debugging and tests: each TokenEvent carries the full row of logits the
   // token was sampled from (before penalties). Costs a copy of n_vocab floats.
   bool record_logits = false;
@@ -62,10 +73,22 @@ struct TokenEvent {
   std::vector<float> logits;  // only with Request::record_logits
 };
 
+// The distribution a prompt position was predicted with: the prompt token's
+// log-probability and the K most likely tokens (most likely first).
+struct PromptLogprob {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 struct RequestSummary {
   RequestId id = 0;
   int prompt_tokens = 0;
-  int cached_tokens = 0;     // attached from the prefix cache, not computed
+  int cached_tokens = 0;     // reused from the cache, not computed (reuse.prefix + reuse.shift)
+  ReuseCounts reuse;         // where each prompt token's K/V came from
+  // With Request::prompt_logprobs >= 0: one entry per prompt token; entry 0
+  // and the positions whose predecessor was reused rather than computed are
+  // empty.
+  std::vector<std::optional<PromptLogprob>> prompt_logprobs;
   int generated_tokens = 0;
   double queue_s = 0.0;      // submit to admission
   double time_to_first_token_s = 0.0;  // submit to first token

@@ -1,0 +1,31 @@
+#include "cache/reuse_plan.h"
+
+namespace clm {
+
+std::string_view to_string(ReuseMode mode) {
+  switch (mode) {
+    case ReuseMode::Off: return "off";
+    case ReuseMode::Prefix: return "prefix";
+    case ReuseMode::Shift: return "shift";
+  }
+  return "?";
+}
+
+std::optional<ReuseMode> parse_reuse_mode(std::string_view text) {
+  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift})
+    if (text == to_string(m)) return m;
+  return std::nullopt;
+}
+
+ReuseCounts ReusePlan::counts(int prompt_tokens) const {
+  ReuseCounts c;
+  c.prefix = prefix_tokens;
+  for (const ReuseSpan& s : spans) {
+    c.recomputed += s.lead;
+    c.shift += s.length - s.lead;
+  }
+  c.computed = prompt_tokens - c.prefix - c.shift - c.recomputed;
+  return c;
+}
+
+}  // namespace clm
