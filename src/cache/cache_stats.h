@@ -15,6 +15,11 @@ struct CacheStats {
   uint64_t blocks_looked_up = 0;   // full prompt blocks looked up in the index
   uint64_t blocks_hit = 0;         // of those, found resident
   uint64_t partial_block_hits = 0; // leading tokens of a cached block copied (reused_tokens counts them)
+  // Non-prefix reuse (mode shift).
+  uint64_t shifted_tokens = 0;     // prompt tokens copied from a span elsewhere, K re-rotated
+  uint64_t recomputed_tokens = 0;  // found in a span but computed anyway (span leads)
+  uint64_t spans_reused = 0;       // spans copied
+  uint64_t plans_stale = 0;        // plans whose source was evicted before apply (replanned)
   // Blocks now.
   std::size_t blocks_total = 0;
   std::size_t blocks_used = 0;     // referenced by a live sequence
@@ -32,6 +37,8 @@ struct CacheStats {
 
   double block_hit_rate() const { return ratio(blocks_hit, blocks_looked_up); }
   double token_hit_rate() const { return ratio(reused_tokens, prompt_tokens); }
+  // Prompt tokens not computed: exact prefix plus shifted spans.
+  double reuse_rate() const { return ratio(reused_tokens + shifted_tokens, prompt_tokens); }
   double cache_efficiency_ratio() const { return ratio(cached_blocks_hit, blocks_ever_cached); }
   double memory_used_mb() const {
     return static_cast<double>((blocks_used + blocks_cached) * block_bytes) / (1024.0 * 1024.0);
