@@ -1,0 +1,36 @@
+// The arithmetic a prefill spends, counted per computed token, so that reuse
+// can be stated as the fraction of a full prefill it still pays for. Counts
+// the transformer blocks only (not the embedding lookup or the output head):
+//   linear:    2 * (weights of the blocks' matmuls per token)
+//              per layer: wq n_embd*n_heads*head_dim, wk and wv
+//              n_embd*n_kv_heads*head_dim each, wo n_heads*head_dim*n_embd,
+//              w1, w2, w3 n_embd*n_ff each
+//   attention: 4 * n_layers * n_heads * head_dim * (context seen), where a
+//              token at position p sees p + 1 slots (QK^T and the weighted
+//              sum of V, two flops per multiply-add each)
+#pragma once
+
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace clm {
+
+class PrefillFlops {
+ public:
+  explicit PrefillFlops(const ModelConfig& config);
+
+  double linear_per_token() const { return linear_; }
+  // One token computed at position `pos` (0-based).
+  double token(int pos) const;
+  // Every token of a prompt of n tokens.
+  double full(int n_tokens) const;
+  // The tokens marked computed; computed[p] is position p.
+  double computed(const std::vector<bool>& computed) const;
+
+ private:
+  double linear_ = 0.0;
+  double attention_per_slot_ = 0.0;
+};
+
+}  // namespace clm

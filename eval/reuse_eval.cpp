@@ -1,0 +1,358 @@
+#include "reuse_eval.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "engine/engine.h"
+#include "model/gguf.h"
+#include "model/model_config.h"
+#include "model/tokenizer.h"
+#include "prefill_flops.h"
+#include "token_overlap.h"
+
+namespace clm {
+
+namespace {
+
+constexpr int kDefaultContext = 4096;  // when the model does not say
+
+struct TokenizedCase {
+  std::vector<std::vector<int32_t>> warm;
+  std::vector<int32_t> ask;
+  std::optional<std::vector<int32_t>> reference;
+};
+
+std::string case_name(const ReuseCase& c, std::size_t i) { return "case " + std::to_string(i) + " (" + c.id + ")"; }
+
+Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const ReuseCaseSet& set, int n_ctx,
+                                                  int greedy_tokens) {
+  std::vector<TokenizedCase> out;
+  for (std::size_t i = 0; i < set.cases.size(); ++i) {
+    const ReuseCase& c = set.cases[i];
+    TokenizedCase t;
+    // As `clmcache run` does: BOS added, control tokens in the text parsed.
+    for (std::size_t k = 0; k < c.warm.size(); ++k) {
+      auto ids = tok.encode(c.warm[k], /*add_special=*/true, /*parse_special=*/true);
+      if (ids.empty()) return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] has no tokens");
+      if (static_cast<int>(ids.size()) > n_ctx)
+        return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] is " + std::to_string(ids.size()) +
+                    " tokens, longer than the context of " + std::to_string(n_ctx));
+      t.warm.push_back(std::move(ids));
+    }
+    t.ask = tok.encode(c.ask, true, true);
+    if (t.ask.empty()) return fail(case_name(c, i) + ": 'ask' has no tokens");
+    int continuation = greedy_tokens;
+    if (c.reference) {
+      t.reference = tok.encode(*c.reference, /*add_special=*/false, /*parse_special=*/false);
+      if (t.reference->empty()) return fail(case_name(c, i) + ": 'reference' has no tokens");
+      continuation = std::max(continuation, static_cast<int>(t.reference->size()));
+    }
+    if (static_cast<int>(t.ask.size()) + continuation > n_ctx)
+      return fail(case_name(c, i) + ": 'ask' is " + std::to_string(t.ask.size()) + " tokens; with a " +
+                  std::to_string(continuation) + "-token continuation it is longer than the context of " +
+                  std::to_string(n_ctx));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// KV blocks the largest case holds at once: its warm prompts stay cached
+// while the asked prompt and its continuation run. The pool gets at least
+// this many, so no eviction ever removes what a case means to reuse.
+std::size_t blocks_needed(const std::vector<TokenizedCase>& cases, int continuation, int block_size, int n_ctx) {
+  auto blocks = [&](std::size_t tokens) { return tokens / static_cast<std::size_t>(block_size) + 2; };
+  std::size_t most = blocks(static_cast<std::size_t>(n_ctx));
+  for (const auto& c : cases) {
+    std::size_t n = 0;
+    for (const auto& w : c.warm) n += blocks(w.size());
+    const std::size_t cont = c.reference ? std::max(c.reference->size(), static_cast<std::size_t>(continuation))
+                                         : static_cast<std::size_t>(continuation);
+    n += blocks(c.ask.size() + cont);
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+struct Run {
+  std::vector<int32_t> tokens;
+  GenerationStats stats;
+};
+
+// One greedy request to completion on this thread.
+Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, ReuseMode mode,
+                        int prompt_logprobs) {
+  GenerateOptions g;
+  g.max_tokens = max_tokens;
+  g.stop_at_end_of_generation = false;  // a fixed length, so continuations compare position by position
+  g.sampler.temperature = 0.0f;
+  g.reuse = mode;
+  g.prompt_logprobs = prompt_logprobs;
+  Run run;
+  auto stats = engine.generate(prompt, g, [&run](const GeneratedToken& t) {
+    run.tokens.push_back(t.id);
+    return true;
+  });
+  if (!stats) return std::unexpected(stats.error());
+  run.stats = std::move(*stats);
+  if (prompt_logprobs >= 0 && run.stats.prompt_logprobs.size() != prompt.size())
+    return fail("the engine returned " + std::to_string(run.stats.prompt_logprobs.size()) +
+                " prompt logprobs for a prompt of " + std::to_string(prompt.size()) +
+                " tokens (does this build fill Request::prompt_logprobs?)");
+  return run;
+}
+
+// Starts the case from an empty cache. No scheduler loop runs here, so this
+// thread is the cache's only user, and every earlier request has released
+// its blocks before generate() returned.
+void clear_cache(Engine& engine) { engine.scheduler().cache().clear_cached(); }
+
+// Fills the cache with the warm prompts, computed exactly (prefix reuse only).
+Status warm_up(Engine& engine, const TokenizedCase& c) {
+  clear_cache(engine);
+  for (const auto& w : c.warm) {
+    auto r = run_request(engine, w, 0, ReuseMode::Prefix, -1);
+    if (!r) return std::unexpected(r.error());
+  }
+  return {};
+}
+
+// A full next-token distribution from a prompt-logprob entry that lists
+// every token (K = n_vocab).
+Result<std::vector<float>> dense_row(const PromptLogprob& entry, int n_vocab) {
+  if (static_cast<int>(entry.top.size()) != n_vocab)
+    return fail("a prompt-logprob entry lists " + std::to_string(entry.top.size()) + " tokens, not all " +
+                std::to_string(n_vocab));
+  std::vector<float> row(static_cast<std::size_t>(n_vocab), -std::numeric_limits<float>::infinity());
+  for (const auto& [id, lp] : entry.top) {
+    if (id < 0 || id >= n_vocab) return fail("a prompt-logprob entry names token " + std::to_string(id));
+    row[static_cast<std::size_t>(id)] = lp;
+  }
+  return row;
+}
+
+// Rows the request computed: row p predicts prompt[p + 1], so it was
+// computed exactly when entry p + 1 has a distribution; the last row is
+// always computed (its logits start generation).
+std::vector<bool> computed_rows(const GenerationStats& stats, std::size_t n_prompt) {
+  std::vector<bool> computed(n_prompt, true);
+  for (std::size_t p = 0; p + 1 < n_prompt; ++p) computed[p] = stats.prompt_logprobs[p + 1].has_value();
+  return computed;
+}
+
+struct Reference {
+  std::vector<int32_t> greedy;
+  std::vector<int32_t> continuation;
+  std::vector<std::vector<float>> rows;  // [continuation][n_vocab]
+};
+
+Result<Reference> reference_run(Engine& engine, const TokenizedCase& c, int greedy_tokens, int n_vocab) {
+  Reference ref;
+  clear_cache(engine);
+  auto greedy = run_request(engine, c.ask, greedy_tokens, ReuseMode::Off, -1);
+  if (!greedy) return std::unexpected(greedy.error());
+  ref.greedy = greedy->tokens;
+  ref.continuation = c.reference ? *c.reference : ref.greedy;
+  if (ref.continuation.empty()) return fail("the reference continuation is empty");
+
+  std::vector<int32_t> forced = c.ask;
+  forced.insert(forced.end(), ref.continuation.begin(), ref.continuation.end());
+  clear_cache(engine);
+  auto full = run_request(engine, forced, 0, ReuseMode::Off, n_vocab);
+  if (!full) return std::unexpected(full.error());
+  for (std::size_t i = c.ask.size(); i < forced.size(); ++i) {
+    const auto& entry = full->stats.prompt_logprobs[i];
+    if (!entry) return fail("the full recompute has no distribution at position " + std::to_string(i));
+    auto row = dense_row(*entry, n_vocab);
+    if (!row) return std::unexpected(row.error());
+    ref.rows.push_back(std::move(*row));
+  }
+  return ref;
+}
+
+Result<ReuseVariantCase> variant_run(Engine& engine, const ReuseVariant& v, const TokenizedCase& c,
+                                     const Reference& ref, const std::vector<bool>& unchanged,
+                                     const PrefillFlops& flops, int greedy_tokens, int n_vocab) {
+  ReuseVariantCase out;
+  // The asked prompt as a client would send it: counts, computed rows, FLOPs
+  // and the greedy continuation.
+  if (auto ok = warm_up(engine, c); !ok) return std::unexpected(ok.error());
+  auto greedy = run_request(engine, c.ask, greedy_tokens, v.mode, 0);
+  if (!greedy) return std::unexpected(greedy.error());
+  out.counts = greedy->stats.reuse;
+  out.greedy_match = common_prefix_length(greedy->tokens, ref.greedy);
+  const std::vector<bool> computed = computed_rows(greedy->stats, c.ask.size());
+  out.computed_rows = static_cast<int>(std::count(computed.begin(), computed.end(), true));
+  for (std::size_t p = 0; p < computed.size(); ++p)
+    if (unchanged[p] && !computed[p]) ++out.unchanged_reused;
+  out.flops = flops.computed(computed);
+
+  // The same prompt with the continuation appended, teacher-forced.
+  std::vector<int32_t> forced = c.ask;
+  forced.insert(forced.end(), ref.continuation.begin(), ref.continuation.end());
+  if (auto ok = warm_up(engine, c); !ok) return std::unexpected(ok.error());
+  auto run = run_request(engine, forced, 0, v.mode, n_vocab);
+  if (!run) return std::unexpected(run.error());
+  for (std::size_t k = 0; k < ref.rows.size(); ++k) {
+    ++out.positions;
+    const auto& entry = run->stats.prompt_logprobs[c.ask.size() + k];
+    if (!entry) {
+      ++out.missing;
+      continue;
+    }
+    auto row = dense_row(*entry, n_vocab);
+    if (!row) return std::unexpected(row.error());
+    out.kl.add(kl_divergence(ref.rows[k], *row));
+    if (argmax(ref.rows[k]) == argmax(*row)) ++out.top1_agree;
+  }
+  return out;
+}
+
+struct LoadedEngine {
+  int lead = 0;
+  std::unique_ptr<Engine> engine;
+};
+
+}  // namespace
+
+std::string ReuseVariant::name() const {
+  std::string n(to_string(mode));
+  if (mode == ReuseMode::Shift) n += " lead " + std::to_string(lead);
+  return n;
+}
+
+std::vector<ReuseVariant> reuse_variants(const ReuseEvalOptions& o) {
+  std::vector<ReuseVariant> out;
+  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift}) {
+    if (std::find(o.modes.begin(), o.modes.end(), m) == o.modes.end()) continue;
+    if (m != ReuseMode::Shift) {
+      out.push_back({m, 0});
+      continue;
+    }
+    const std::vector<int> leads = o.leads.empty() ? std::vector<int>{ReuseOptions{}.lead} : o.leads;
+    for (int lead : leads) out.push_back({m, lead});
+  }
+  return out;
+}
+
+void accumulate(ReuseVariantSummary& s, const ReuseCaseResult& c, const ReuseVariantCase& v) {
+  ++s.cases;
+  s.positions += v.positions;
+  s.missing += v.missing;
+  s.top1_agree += v.top1_agree;
+  if (v.kl.count > 0 && (s.worst_case.empty() || v.kl.max > s.kl.max)) s.worst_case = c.id;
+  s.kl.merge(v.kl);
+  s.greedy_match += v.greedy_match;
+  s.greedy_total += c.greedy_tokens;
+  if (v.greedy_match == c.greedy_tokens) ++s.greedy_exact_cases;
+  s.counts.prefix += v.counts.prefix;
+  s.counts.shift += v.counts.shift;
+  s.counts.recomputed += v.counts.recomputed;
+  s.counts.computed += v.counts.computed;
+  s.unchanged += c.unchanged_tokens;
+  s.unchanged_reused += v.unchanged_reused;
+  if (v.computed_rows != v.counts.computed + v.counts.recomputed) ++s.count_mismatches;
+  s.flops += v.flops;
+  s.full_flops += c.full_flops;
+}
+
+Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCaseSet& set) {
+  if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
+  const std::vector<ReuseVariant> variants = reuse_variants(o);
+  if (variants.empty()) return fail("no reuse modes to evaluate");
+  for (const auto& v : variants)
+    if (v.lead < 0) return fail("a reuse lead must not be negative");
+
+  // The tokenizer and shapes first, so a case that does not fit fails before
+  // any engine is built.
+  auto file = GgufFile::open(o.model_path);
+  if (!file) return std::unexpected(file.error());
+  auto config = read_model_config(*file);
+  if (!config) return std::unexpected(config.error());
+  auto tokenizer = Tokenizer::from_gguf(*file);
+  if (!tokenizer) return std::unexpected(tokenizer.error());
+  const int n_ctx = o.n_ctx > 0 ? o.n_ctx : (config->n_ctx_train > 0 ? config->n_ctx_train : kDefaultContext);
+  auto cases = tokenize_cases(**tokenizer, set, n_ctx, o.greedy_tokens);
+  if (!cases) return std::unexpected(cases.error());
+  const int n_vocab = config->n_vocab;
+
+  EngineOptions eo;
+  eo.model_path = o.model_path;
+  eo.n_ctx = n_ctx;
+  eo.n_threads = o.n_threads;
+  eo.kv_type = o.kv_type;
+  eo.block_size = o.block_size;
+  eo.max_running = 1;
+  eo.reuse.mode = ReuseMode::Shift;  // the most a request may ask for; each request names its mode
+  eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
+  const std::size_t block_bytes = kv_bytes_per_token(*config, o.kv_type) * static_cast<std::size_t>(o.block_size);
+  const std::size_t blocks = blocks_needed(*cases, o.greedy_tokens, o.block_size, n_ctx);
+  eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
+
+  // The lead is an engine setting: one engine per lead that a variant uses.
+  std::vector<LoadedEngine> engines;
+  auto engine_for = [&](int lead) -> Result<Engine*> {
+    for (auto& e : engines)
+      if (e.lead == lead) return e.engine.get();
+    EngineOptions with = eo;
+    with.reuse.lead = lead;
+    if (!engines.empty()) with.known_fingerprint = engines.front().engine->fingerprint();
+    auto e = Engine::create(with);
+    if (!e) return std::unexpected(e.error());
+    engines.push_back({lead, std::move(*e)});
+    return engines.back().engine.get();
+  };
+  const int first_lead = o.leads.empty() ? ReuseOptions{}.lead : o.leads.front();
+  auto base = engine_for(first_lead);
+  if (!base) return std::unexpected(base.error());
+
+  ReuseEvalResult result;
+  result.model = o.model_path;
+  result.case_set = set.name;
+  result.case_set_description = set.description;
+  result.kv_type = o.kv_type == KvType::F16 ? "f16" : "f32";
+  result.n_vocab = n_vocab;
+  result.n_ctx = n_ctx;
+  result.block_size = o.block_size;
+  result.min_reuse_tokens = o.min_reuse_tokens;
+  result.greedy_tokens = o.greedy_tokens;
+  result.variants = variants;
+  result.summary.resize(variants.size());
+  const PrefillFlops flops(*config);
+
+  for (std::size_t i = 0; i < cases->size(); ++i) {
+    const TokenizedCase& c = (*cases)[i];
+    const ReuseCase& spec = set.cases[i];
+    auto where = [&](const Error& e) { return fail(case_name(spec, i) + ": " + e.message); };
+    ReuseCaseResult cr;
+    cr.id = spec.id;
+    cr.note = spec.note;
+    for (const auto& w : c.warm) cr.warm_tokens.push_back(static_cast<int>(w.size()));
+    cr.ask_tokens = static_cast<int>(c.ask.size());
+    const std::vector<bool> unchanged = unchanged_tokens(c.ask, c.warm, o.min_reuse_tokens);
+    cr.unchanged_tokens = static_cast<int>(std::count(unchanged.begin(), unchanged.end(), true));
+    cr.full_flops = flops.full(cr.ask_tokens);
+
+    auto ref = reference_run(**base, c, o.greedy_tokens, n_vocab);
+    if (!ref) return where(ref.error());
+    cr.continuation_tokens = static_cast<int>(ref->continuation.size());
+    cr.greedy_tokens = static_cast<int>(ref->greedy.size());
+
+    for (std::size_t k = 0; k < variants.size(); ++k) {
+      auto engine = engine_for(variants[k].mode == ReuseMode::Shift ? variants[k].lead : first_lead);
+      if (!engine) return std::unexpected(engine.error());
+      auto v = variant_run(**engine, variants[k], c, *ref, unchanged, flops, o.greedy_tokens, n_vocab);
+      if (!v) return where(Error{variants[k].name() + ": " + v.error().message});
+      cr.variants.push_back(*v);
+    }
+    for (std::size_t k = 0; k < variants.size(); ++k) accumulate(result.summary[k], cr, cr.variants[k]);
+    result.cases.push_back(std::move(cr));
+    if (o.on_case) o.on_case(i, cases->size());
+  }
+  return result;
+}
+
+}  // namespace clm

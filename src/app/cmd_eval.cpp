@@ -1,0 +1,97 @@
+// `clmcache eval ...`: quality evaluations (the measuring lives in eval/).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/commands.h"
+#include "reuse_cases.h"
+#include "reuse_eval.h"
+#include "reuse_report.h"
+
+namespace clm {
+
+namespace {
+
+struct ReuseEvalFlags {
+  ReuseEvalOptions options;
+  std::string cases_path;
+  std::vector<std::string> modes = {"off", "prefix", "shift"};
+  std::string kv_type = "f16";
+  std::string format = "md";
+  std::string json_path;  // also write the JSON here
+};
+
+int eval_reuse(ReuseEvalFlags& f) {
+  f.options.modes.clear();
+  for (const auto& m : f.modes) {
+    const auto mode = parse_reuse_mode(m);
+    if (!mode) {
+      std::fprintf(stderr, "clmcache: unknown reuse mode '%s' (off, prefix, shift)\n", m.c_str());
+      return 1;
+    }
+    f.options.modes.push_back(*mode);
+  }
+  f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
+  auto cases = load_reuse_cases(f.cases_path);
+  if (!cases) {
+    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
+    return 1;
+  }
+  f.options.on_case = [](std::size_t i, std::size_t n) {
+    std::fprintf(stderr, "\reval reuse: case %zu/%zu", i + 1, n);
+    if (i + 1 == n) std::fprintf(stderr, "\n");
+  };
+  auto r = run_reuse_eval(f.options, *cases);
+  if (!r) {
+    std::fprintf(stderr, "\nclmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  if (f.format == "json")
+    std::cout << to_json(*r).dump(2) << "\n";
+  else
+    std::cout << to_markdown(*r);
+  if (!f.json_path.empty()) {
+    std::ofstream out(f.json_path);
+    out << to_json(*r).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "clmcache: cannot write %s\n", f.json_path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_eval_command(CLI::App& app, int& exit_code) {
+  CLI::App* eval = app.add_subcommand("eval", "quality evaluations: what approximate cache reuse changes");
+  eval->require_subcommand(1);
+
+  auto rf = std::make_shared<ReuseEvalFlags>();
+  ReuseEvalOptions& o = rf->options;
+  CLI::App* reuse = eval->add_subcommand(
+      "reuse", "KL divergence and top-1 agreement of reuse modes against a full recompute, on a cases file");
+  reuse->add_option("--cases", rf->cases_path, "cases file (JSON; see docs/QUALITY.md)")->required();
+  reuse->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  reuse->add_option("--modes", rf->modes, "reuse modes to compare (off, prefix, shift)")->delimiter(',');
+  reuse->add_option("--reuse-lead", o.leads, "shift: tokens recomputed at the start of each span; a list sweeps")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 16));
+  reuse->add_option("--min-reuse", o.min_reuse_tokens, "shift: shortest span reused, in tokens")
+      ->check(CLI::Range(1, 1 << 16));
+  reuse->add_option("--kv-type", rf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  reuse->add_option("--greedy-tokens", o.greedy_tokens,
+                    "greedy continuation length (the reference continuation when a case has none)")
+      ->check(CLI::Range(1, 1 << 16));
+  reuse->add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's)")->check(CLI::Range(0, 1 << 24));
+  reuse->add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  reuse->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  reuse->add_option("-o,--output", rf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
+  reuse->callback([rf, &exit_code] { exit_code = eval_reuse(*rf); });
+}
+
+}  // namespace clm
