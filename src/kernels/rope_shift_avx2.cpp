@@ -77,11 +77,13 @@ void rotate_adjacent(const std::byte* src, std::byte* dst, int n_rows, std::size
       const __m256 s = _mm256_xor_ps(
           _mm256_permutevar8x32_ps(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(&table.sin[j / 2])), dup),
           neg_first);
-      for (int r = r0; r < r1; ++r) {
-        const std::size_t off = static_cast<std::size_t>(r) * row_bytes + j * E::kBytes;
-        const __m256 x = E::load(src + off);
+      const std::size_t first = static_cast<std::size_t>(r0) * row_bytes + j * E::kBytes;
+      const std::byte* s_row = src + first;
+      std::byte* d_row = dst + first;
+      for (int r = r0; r < r1; ++r, s_row += row_bytes, d_row += row_bytes) {
+        const __m256 x = E::load(s_row);
         const __m256 swapped = _mm256_permute_ps(x, 0xB1);
-        E::store(dst + off, _mm256_fmadd_ps(x, c, _mm256_mul_ps(swapped, s)));
+        E::store(d_row, _mm256_fmadd_ps(x, c, _mm256_mul_ps(swapped, s)));
       }
     }
     for (int r = r0; r < r1 && whole < n_rot; ++r) {
@@ -97,6 +99,7 @@ template <class E>
 void rotate_neox(const std::byte* src, std::byte* dst, int n_rows, std::size_t row_bytes,
                  const RopeShiftParams& params, const RopeShiftTable& table) {
   const std::size_t half = static_cast<std::size_t>(params.n_rot / 2);
+  const std::size_t hi = half * E::kBytes;  // from a pair's first element to its second
   const std::size_t whole = half / kLanes * kLanes;
   const __m256 sign = _mm256_set1_ps(-0.0f);
   for (int r0 = 0; r0 < n_rows; r0 += kRowTile) {
@@ -105,13 +108,14 @@ void rotate_neox(const std::byte* src, std::byte* dst, int n_rows, std::size_t r
       const __m256 c = _mm256_loadu_ps(&table.cos[i]);
       const __m256 s = _mm256_loadu_ps(&table.sin[i]);
       const __m256 neg_s = _mm256_xor_ps(s, sign);
-      for (int r = r0; r < r1; ++r) {
-        const std::size_t lo = static_cast<std::size_t>(r) * row_bytes + i * E::kBytes;
-        const std::size_t hi = lo + half * E::kBytes;
-        const __m256 x0 = E::load(src + lo);
-        const __m256 x1 = E::load(src + hi);
-        E::store(dst + lo, _mm256_fmadd_ps(x0, c, _mm256_mul_ps(x1, neg_s)));
-        E::store(dst + hi, _mm256_fmadd_ps(x1, c, _mm256_mul_ps(x0, s)));
+      const std::size_t first = static_cast<std::size_t>(r0) * row_bytes + i * E::kBytes;
+      const std::byte* s_row = src + first;
+      std::byte* d_row = dst + first;
+      for (int r = r0; r < r1; ++r, s_row += row_bytes, d_row += row_bytes) {
+        const __m256 x0 = E::load(s_row);
+        const __m256 x1 = E::load(s_row + hi);
+        E::store(d_row, _mm256_fmadd_ps(x0, c, _mm256_mul_ps(x1, neg_s)));
+        E::store(d_row + hi, _mm256_fmadd_ps(x1, c, _mm256_mul_ps(x0, s)));
       }
     }
     for (int r = r0; r < r1 && whole < half; ++r) {

@@ -64,11 +64,13 @@ void rotate_adjacent(const std::byte* src, std::byte* dst, int n_rows, std::size
       const __mmask16 elems = first_n(n);
       const __m512 c = _mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(pairs, &table.cos[j / 2]));
       const __m512 s = flip_sign(_mm512_permutexvar_ps(dup, _mm512_maskz_loadu_ps(pairs, &table.sin[j / 2])), neg_first);
-      for (int r = r0; r < r1; ++r) {
-        const std::size_t off = static_cast<std::size_t>(r) * row_bytes + j * E::kBytes;
-        const __m512 x = E::load(src + off, elems);
+      const std::size_t first = static_cast<std::size_t>(r0) * row_bytes + j * E::kBytes;
+      const std::byte* s_row = src + first;
+      std::byte* d_row = dst + first;
+      for (int r = r0; r < r1; ++r, s_row += row_bytes, d_row += row_bytes) {
+        const __m512 x = E::load(s_row, elems);
         const __m512 swapped = _mm512_permute_ps(x, 0xB1);
-        E::store(dst + off, elems, _mm512_fmadd_ps(x, c, _mm512_mul_ps(swapped, s)));
+        E::store(d_row, elems, _mm512_fmadd_ps(x, c, _mm512_mul_ps(swapped, s)));
       }
     }
   }
@@ -79,6 +81,7 @@ template <class E>
 void rotate_neox(const std::byte* src, std::byte* dst, int n_rows, std::size_t row_bytes,
                  const RopeShiftParams& params, const RopeShiftTable& table) {
   const std::size_t half = static_cast<std::size_t>(params.n_rot / 2);
+  const std::size_t hi = half * E::kBytes;  // from a pair's first element to its second
   const __m512i sign = _mm512_set1_epi32(INT32_MIN);
   for (int r0 = 0; r0 < n_rows; r0 += kRowTile) {
     const int r1 = std::min(n_rows, r0 + kRowTile);
@@ -87,13 +90,14 @@ void rotate_neox(const std::byte* src, std::byte* dst, int n_rows, std::size_t r
       const __m512 c = _mm512_maskz_loadu_ps(m, &table.cos[i]);
       const __m512 s = _mm512_maskz_loadu_ps(m, &table.sin[i]);
       const __m512 neg_s = flip_sign(s, sign);
-      for (int r = r0; r < r1; ++r) {
-        const std::size_t lo = static_cast<std::size_t>(r) * row_bytes + i * E::kBytes;
-        const std::size_t hi = lo + half * E::kBytes;
-        const __m512 x0 = E::load(src + lo, m);
-        const __m512 x1 = E::load(src + hi, m);
-        E::store(dst + lo, m, _mm512_fmadd_ps(x0, c, _mm512_mul_ps(x1, neg_s)));
-        E::store(dst + hi, m, _mm512_fmadd_ps(x1, c, _mm512_mul_ps(x0, s)));
+      const std::size_t first = static_cast<std::size_t>(r0) * row_bytes + i * E::kBytes;
+      const std::byte* s_row = src + first;
+      std::byte* d_row = dst + first;
+      for (int r = r0; r < r1; ++r, s_row += row_bytes, d_row += row_bytes) {
+        const __m512 x0 = E::load(s_row, m);
+        const __m512 x1 = E::load(s_row + hi, m);
+        E::store(d_row, m, _mm512_fmadd_ps(x0, c, _mm512_mul_ps(x1, neg_s)));
+        E::store(d_row + hi, m, _mm512_fmadd_ps(x1, c, _mm512_mul_ps(x0, s)));
       }
     }
   }
