@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "app/commands.h"
 #include "reuse_cases.h"
 #include "reuse_eval.h"
@@ -40,13 +42,15 @@ int eval_reuse(ReuseEvalFlags& f) {
     std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
     return 1;
   }
-  f.options.on_case = [](std::size_t i, std::size_t n) {
-    std::fprintf(stderr, "\reval reuse: case %zu/%zu", i + 1, n);
-    if (i + 1 == n) std::fprintf(stderr, "\n");
-  };
+  if (::isatty(STDERR_FILENO)) {  // progress only for a person watching
+    f.options.on_case = [](std::size_t i, std::size_t n) {
+      std::fprintf(stderr, "\reval reuse: case %zu/%zu", i + 1, n);
+      if (i + 1 == n) std::fprintf(stderr, "\n");
+    };
+  }
   auto r = run_reuse_eval(f.options, *cases);
   if (!r) {
-    std::fprintf(stderr, "\nclmcache: %s\n", r.error().message.c_str());
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
     return 1;
   }
   if (f.format == "json")
