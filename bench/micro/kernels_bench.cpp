@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <random>
 #include <vector>
@@ -13,7 +14,9 @@
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
+#include "kernels/rope_shift.h"
 #include "kernels/vec_dot.h"
+#include "util/half.h"
 #include "util/thread_pool.h"
 
 namespace clm {
@@ -265,6 +268,55 @@ BENCHMARK(BM_PrefillAttentionF16)
     ->Args({512, 64, static_cast<int64_t>(KernelPath::Avx2)})
     ->Args({512, 64, static_cast<int64_t>(KernelPath::Scalar)})
     ->Unit(benchmark::kMillisecond);
+
+// Re-rotating cached K by a position delta, as reusing a span at another
+// position does: per call one kv head of one 32-token block (32 rows),
+// out of place, f16; 8 heads per iteration (a 64 or 128 KiB working set that
+// stays in L2). range(0): head dim (n_rot = head dim), range(1): kernel path,
+// range(2): 1 for the NeoX layout. Reports rows and bytes (read + written)
+// per second.
+void BM_RopeShiftRows(benchmark::State& state) {
+  const int hd = static_cast<int>(state.range(0));
+  const auto path = static_cast<KernelPath>(state.range(1));
+  if (!kernel_path_supported(path)) {
+    state.SkipWithError("kernel path not supported on this CPU");
+    return;
+  }
+  set_kernel_path(path);
+  constexpr int kBlockRows = 32;
+  constexpr int kHeads = 8;
+  const RopeShiftParams params{hd, hd, 500000.0f, nullptr, state.range(2) != 0};
+  const RopeShiftTable table = make_rope_shift_table(params, 1234);
+  const std::size_t head_bytes = static_cast<std::size_t>(kBlockRows) * static_cast<std::size_t>(hd) * 2;
+  const auto values = random_floats(static_cast<std::size_t>(kHeads * kBlockRows * hd), 6);
+  std::vector<std::byte> src(head_bytes * kHeads), dst(src.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const uint16_t h = f32_to_f16(values[i]);
+    std::memcpy(src.data() + 2 * i, &h, 2);
+  }
+  for (auto _ : state) {
+    for (int h = 0; h < kHeads; ++h)
+      rope_shift_rows(src.data() + head_bytes * static_cast<std::size_t>(h),
+                      dst.data() + head_bytes * static_cast<std::size_t>(h), KvType::F16, kBlockRows,
+                      static_cast<std::size_t>(hd), params, table);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["rows/s"] = benchmark::Counter(kHeads * kBlockRows, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(src.size()),
+                                              benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.SetLabel(std::string(kernel_path_name(path)) + (params.neox ? "/neox" : "/adjacent"));
+  set_kernel_path(best_kernel_path());
+}
+
+void rope_shift_args(benchmark::internal::Benchmark* b) {
+  for (int hd : {64, 128})
+    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+      b->Args({hd, static_cast<int64_t>(p), 0});
+  b->Args({128, static_cast<int64_t>(KernelPath::Avx2), 1});
+  b->Args({128, static_cast<int64_t>(KernelPath::Avx512), 1});
+}
+BENCHMARK(BM_RopeShiftRows)->Apply(rope_shift_args)->Unit(benchmark::kMicrosecond);
 
 // A short warm query over a long cache: range(0) new tokens after range(1)
 // cached ones, as one group per kMaxGroupQueries tokens, 12 heads of 64, f16.

@@ -8,7 +8,8 @@
 // RoPE (layout, n_rot, freq_base, llama-3 frequency factors); the row kernel
 // then rotates token rows of head_dim elements, f16 or f32, converting to
 // f32, rotating, and rounding back once. Every SIMD path gives bitwise the
-// result of the scalar reference.
+// result of the scalar reference (NaN payloads aside), and a shift by 0
+// gives back its input bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +42,11 @@ RopeShiftTable make_rope_shift_table(const RopeShiftParams& params, int32_t delt
 // (a cos - b sin, a sin + b cos) and the elements >= n_rot copied, for
 // n_rows rows of params.head_dim elements of `type`, rows `stride_elems`
 // apart in both. src == dst is allowed (in place); other overlap is not.
+// In f32, exactly (fma(a, cos, b * -sin), fma(b, cos, a * sin)); f16 is read
+// exactly and the result rounded to nearest even once. A table of delta 0
+// copies the rows instead: rotating by (1, 0) would turn a -0 whose partner
+// is negative into +0, and an element whose partner is infinite into NaN
+// (inf * 0). No allocation. Precondition: table made from params.
 void rope_shift_rows(const std::byte* src, std::byte* dst, KvType type, int n_rows, std::size_t stride_elems,
                      const RopeShiftParams& params, const RopeShiftTable& table);
 
