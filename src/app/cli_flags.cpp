@@ -18,8 +18,8 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                "use the weights in place from the file's memory map (shared page cache, instant load) "
                "instead of a private huge-page copy (faster decode)");
   auto* no_cache = cmd.add_flag("--no-prefix-cache", f.no_prefix_cache,
-                                "cache nothing: no request reuses any K/V (the same as --reuse off, and a "
-                                "request's \"reuse\" field cannot turn it back on)");
+                                "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
+                                "(--reuse off only changes the default)");
   auto* reuse = cmd.add_option("--reuse", f.reuse_mode,
                                "how prompts reuse cached K/V unless a request says otherwise: off, prefix (exact), "
                                "or shift (also spans found elsewhere, K re-rotated; approximate)")
