@@ -31,13 +31,8 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   }
   job->stop_ = StopStringFilter(std::move(stops));
   if (!r.prompt_ids.empty()) {
-    // Ids are used as given; sessions work on text, so they play no part.
-    for (std::size_t i = 0; i < r.prompt_ids.size(); ++i)
-      if (r.prompt_ids[i] < 0 || r.prompt_ids[i] >= tok.n_vocab())
-        return std::unexpected(invalid_field_error(
-            "prompt", "'prompt[" + std::to_string(i) + "]' is " + std::to_string(r.prompt_ids[i]) +
-                          ", not a token id of this model (ids are 0 to " + std::to_string(tok.n_vocab() - 1) + ")",
-            "out_of_range"));
+    // Ids are used as given (parsing checked them against the vocabulary, and
+    // the scheduler does again); sessions work on text, so they play no part.
     job->prompt_ = r.prompt_ids;
     job->prompt_text_ = tok.decode(job->prompt_);
   } else {
