@@ -52,12 +52,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   cache.prefix_caching = options.prefix_cache;
   cache.hot_after_hits = options.cache_hot_after_hits;
   cache.ttl_seconds = options.cache_ttl_s;
-  const ModelConfig& mc = e->model_->config();
-  cache.rope.head_dim = mc.head_dim;
-  cache.rope.n_rot = mc.n_rot;
-  cache.rope.freq_base = mc.rope_freq_base;
-  cache.rope.freq_factors = mc.rope_freq_factors.empty() ? nullptr : mc.rope_freq_factors.data();
-  cache.rope.neox = mc.rope_layout == RopeLayout::NeoX;
+  cache.rope = rope_shift_params(e->model_->config());
   e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;
