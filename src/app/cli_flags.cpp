@@ -17,7 +17,26 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_flag("--mmap", f.mmap,
                "use the weights in place from the file's memory map (shared page cache, instant load) "
                "instead of a private huge-page copy (faster decode)");
-  cmd.add_flag("--no-prefix-cache", f.no_prefix_cache, "never reuse the K/V of an identical prompt prefix");
+  auto* no_cache = cmd.add_flag("--no-prefix-cache", f.no_prefix_cache,
+                                "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
+                                "(--reuse off only changes the default)");
+  auto* reuse = cmd.add_option("--reuse", f.reuse_mode,
+                               "how prompts reuse cached K/V unless a request says otherwise: off, prefix (exact), "
+                               "or shift (also spans found elsewhere, K re-rotated; approximate)")
+                    ->check(CLI::IsMember({"off", "prefix", "shift"}))
+                    ->capture_default_str();
+  no_cache->excludes(reuse);
+  cmd.add_option("--min-reuse-tokens", f.reuse.min_reuse_tokens, "shortest span that shift mode reuses, in tokens")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  cmd.add_option("--reuse-window", f.reuse.window,
+                 "shift mode searches spans only in the last N prompt tokens (0: the whole prompt)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  cmd.add_option("--reuse-lead", f.reuse.lead,
+                 "shift mode computes the first K tokens of each reused span instead of copying them")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
   cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--parallel", f.parallel, "sequences decoding at once")->check(CLI::Range(1, 4096));
@@ -57,6 +76,10 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.block_size = f.block_size;
   options.max_batch_tokens = f.max_batch_tokens;
   options.prefix_cache = !f.no_prefix_cache;
+  options.reuse = f.reuse;
+  // CLI11 has checked the name, so the lookup cannot fail.
+  options.reuse.mode = parse_reuse_mode(f.reuse_mode).value_or(ReuseOptions{}.mode);
+  if (f.no_prefix_cache) options.reuse.mode = ReuseMode::Off;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
   options.kv_memory_mb = f.kv_memory_mb;
   options.max_running = f.parallel;

@@ -1,5 +1,5 @@
-// Flags shared by the commands that load a model (run, and later chat and
-// serve), parsed into the engine's and sampler's option structs.
+// Flags shared by the commands that load a model (run, chat and serve),
+// parsed into the engine's and sampler's option structs.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "cache/reuse_plan.h"
 #include "engine/engine.h"
 #include "model/sampler.h"
 
@@ -26,6 +27,9 @@ struct EngineFlags {
   uint32_t cache_hot_after = 2;
   double cache_ttl = 0.0;
   int max_queued = 256;  // set by serve's --max-queued
+  // --reuse and its span-search limits; the defaults are ReuseOptions'.
+  std::string reuse_mode = std::string(to_string(ReuseOptions{}.mode));
+  ReuseOptions reuse;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

@@ -1,7 +1,8 @@
 // `clmcache chat`: an interactive multi-turn chat in the terminal, using the
 // model's chat template. After each reply it prints how many prompt tokens
-// came from the prefix cache and how many were computed, and the time to the
-// first token, so the cache's work is visible turn by turn.
+// came from the cache (exact prefix, shifted spans) and how many were
+// computed, and the time to the first token, so the cache's work is visible
+// turn by turn.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -33,10 +34,13 @@ void print_stats(const EngineCacheStats& s) {
   const SchedulerStats& q = s.scheduler;
   std::fprintf(stderr,
                "[cache: %llu requests, %llu of %llu prompt tokens reused (token hit rate %.0f%%, block hit rate %.0f%%)\n"
+               " shifted spans: %llu tokens in %llu spans, %llu recomputed; reuse rate %.0f%%\n"
                " blocks used %zu / cached %zu / free %zu, %.1f MiB; evictions: %llu for room, %llu by age;\n"
                " cache efficiency %.2f; time to first token p50 %.1f ms, p95 %.1f ms; %.1f generated tokens/s]\n",
                static_cast<unsigned long long>(c.sequences), static_cast<unsigned long long>(c.reused_tokens),
                static_cast<unsigned long long>(c.prompt_tokens), c.token_hit_rate() * 100, c.block_hit_rate() * 100,
+               static_cast<unsigned long long>(c.shifted_tokens), static_cast<unsigned long long>(c.spans_reused),
+               static_cast<unsigned long long>(c.recomputed_tokens), c.reuse_rate() * 100,
                c.blocks_used, c.blocks_cached, c.blocks_free, c.memory_used_mb(),
                static_cast<unsigned long long>(c.evictions_capacity), static_cast<unsigned long long>(c.evictions_ttl),
                c.cache_efficiency_ratio(), q.ttft_p50_s * 1e3, q.ttft_p95_s * 1e3, q.tokens_per_second);
@@ -105,9 +109,13 @@ int chat(ChatFlags& f) {
     reply += rest;
     std::cout << rest << "\n";
     messages.push_back({"assistant", reply});
-    std::fprintf(stderr, "[%d prompt tokens: %d reused from the cache, %d computed; first token after %.1f ms; %d generated]\n",
-                 stats->prompt_tokens, stats->cached_tokens, stats->prompt_tokens - stats->cached_tokens,
-                 stats->time_to_first_token_s * 1e3, stats->generated_tokens);
+    const ReuseCounts& r = stats->reuse;
+    std::fprintf(stderr,
+                 "[%d prompt tokens: %d reused from the cache (%d prefix, %d shifted), %d computed (%d of them "
+                 "recomputed in shifted spans); first token after %.1f ms; %d generated]\n",
+                 stats->prompt_tokens, stats->cached_tokens, r.prefix, r.shift,
+                 stats->prompt_tokens - stats->cached_tokens, r.recomputed, stats->time_to_first_token_s * 1e3,
+                 stats->generated_tokens);
   }
   return 0;
 }

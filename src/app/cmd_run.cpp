@@ -9,6 +9,7 @@
 
 #include "app/cli_flags.h"
 #include "app/commands.h"
+#include "app/openai_response.h"
 
 namespace clm {
 
@@ -99,6 +100,7 @@ int run(const RunFlags& f) {
         {"stop_reason", stats->stop_reason},
         {"model_fingerprint", fingerprint_hex(engine->fingerprint())},
         {"cached_tokens", stats->cached_tokens},
+        {"reuse", reuse_json(stats->reuse)},
         {"timings",
          {{"time_to_first_token_ms", stats->time_to_first_token_s * 1e3},
           {"prompt_tokens_per_second", prefill_tps},

@@ -56,6 +56,7 @@ int serve(ServeFlags& f) {
   f.server.defaults.sampler = f.sampler;
   f.server.defaults.max_tokens_limit = engine->options().n_ctx;
   f.server.defaults.max_tokens = std::min(f.server.defaults.max_tokens, engine->options().n_ctx);
+  f.server.defaults.n_vocab = engine->model().tokenizer().n_vocab();
 
   HttpServer server(*engine, f.server, format);
   auto port = server.bind();

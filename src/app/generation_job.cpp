@@ -30,7 +30,14 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
     job->prompt_text_ = r.prompt;
   }
   job->stop_ = StopStringFilter(std::move(stops));
-  job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, job->prompt_text_, tok).tokens;
+  if (!r.prompt_ids.empty()) {
+    // Ids are used as given (parsing checked them against the vocabulary, and
+    // the scheduler does again); sessions work on text, so they play no part.
+    job->prompt_ = r.prompt_ids;
+    job->prompt_text_ = tok.decode(job->prompt_);
+  } else {
+    job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, job->prompt_text_, tok).tokens;
+  }
   const std::string param = r.endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
@@ -48,6 +55,8 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.prompt = job->prompt_;
   sr.max_tokens = r.max_tokens;
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
+  sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
+  sr.reuse = r.reuse;
   sr.sampler = r.sampler;
   auto stream = TokenStream::open(scheduler, std::move(sr));
   if (!stream) {
@@ -83,11 +92,7 @@ GenerationJob::Step GenerationJob::next() {
       raw_text_ += piece;
       step.text = stop_.push(piece);
     }
-    if (request_.logprobs) {
-      TokenLogprob lp{tok.token_to_piece(ev->id), ev->logprob, {}};
-      for (const auto& [id, p] : ev->top_logprobs) lp.top.emplace_back(tok.token_to_piece(id), p);
-      step.logprobs.push_back(std::move(lp));
-    }
+    if (request_.logprobs) step.logprobs.push_back(logprob_entry(ev->id, ev->logprob, ev->top_logprobs));
     if (stop_.stopped()) {
       stopped_by_string_ = true;
       stream_->cancel();
@@ -117,9 +122,9 @@ void GenerationJob::finish() {
                       "shutting_down", ctx_.options.retry_after_s};
   }
   ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
-                                 summary_.cached_tokens, consumed_, summary_.total_s,
+                                 summary_.cached_tokens, summary_.reuse, consumed_, summary_.total_s,
                                  consumed_ > 0 ? summary_.time_to_first_token_s : -1.0);
-  if (!error_ && !request_.session_id.empty()) {
+  if (!error_ && !request_.session_id.empty() && request_.prompt_ids.empty()) {
     std::vector<int32_t> turn = prompt_;
     turn.insert(turn.end(), generated_.begin(), generated_.end());
     ctx_.sessions.remember(request_.session_id, prompt_text_ + raw_text_, std::move(turn));
@@ -132,7 +137,32 @@ std::string GenerationJob::finish_reason() const {
 }
 
 Usage GenerationJob::usage() const {
-  return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens};
+  return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens, summary_.reuse};
+}
+
+TokenLogprob GenerationJob::logprob_entry(int32_t id, std::optional<float> logprob,
+                                          const std::vector<std::pair<int32_t, float>>& top) const {
+  const Tokenizer& tok = ctx_.engine.model().tokenizer();
+  const bool as_ids = request_.return_tokens_as_token_ids;
+  auto name = [&](int32_t t) { return as_ids ? "token_id:" + std::to_string(t) : tok.token_to_piece(t); };
+  TokenLogprob out{name(id), logprob, {}, std::nullopt};
+  if (as_ids) out.text_bytes = tok.token_to_piece(id).size();
+  if (logprob)
+    for (const auto& [t, lp] : top) out.top.emplace_back(name(t), lp);
+  return out;
+}
+
+std::vector<TokenLogprob> GenerationJob::prompt_logprobs() const {
+  const std::vector<std::optional<PromptLogprob>>& scored = summary_.prompt_logprobs;
+  std::vector<TokenLogprob> out;
+  out.reserve(prompt_.size());
+  for (std::size_t i = 0; i < prompt_.size(); ++i) {
+    // Nothing predicts the first token, whatever the scheduler reports.
+    const bool has = i > 0 && i < scored.size() && scored[i].has_value();
+    out.push_back(has ? logprob_entry(prompt_[i], scored[i]->logprob, scored[i]->top)
+                      : logprob_entry(prompt_[i], std::nullopt, {}));
+  }
+  return out;
 }
 
 }  // namespace clm

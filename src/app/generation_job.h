@@ -1,7 +1,8 @@
 // GenerationJob: one OpenAI completion request running in the scheduler, seen
-// from an HTTP handler thread. It renders and tokenizes the prompt, submits
-// it, and turns the token stream into released text (stop strings held back
-// and cut), logprobs and usage. Destroying a job that is still generating
+// from an HTTP handler thread. It renders and tokenizes the prompt (or takes
+// its token ids), submits it, and turns the token stream into released text
+// (stop strings held back and cut), logprobs and usage, and for echo the
+// prompt's text and log-probabilities. Destroying a job that is still generating
 // cancels it, which is how a client that hangs up stops its generation.
 #pragma once
 
@@ -47,10 +48,19 @@ class GenerationJob {
   const std::optional<ApiError>& error() const { return error_; }
   // The whole reply text released so far.
   const std::string& text() const { return text_; }
+  // With echo: the prompt's text (as given, or decoded from its ids), which
+  // the choice's text starts with. Otherwise empty.
+  std::string echo_text() const { return request_.echo ? prompt_text_ : std::string(); }
+  // With echo and logprobs, once done(): one entry per prompt token, the
+  // first and those whose predecessor's K/V was reused without a logprob.
+  std::vector<TokenLogprob> prompt_logprobs() const;
 
  private:
   GenerationJob(ServerContext& ctx, GenerationRequest request);
   void finish();
+  // How a token appears in logprobs: its text, or token_id:N when asked.
+  TokenLogprob logprob_entry(int32_t id, std::optional<float> logprob,
+                             const std::vector<std::pair<int32_t, float>>& top) const;
 
   ServerContext& ctx_;
   GenerationRequest request_;

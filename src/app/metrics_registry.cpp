@@ -86,6 +86,12 @@ void MetricsRegistry::add(const std::string& name, const MetricLabels& labels, d
   family(name, Type::Counter).series[labels].value += delta;
 }
 
+void MetricsRegistry::set_counter(const std::string& name, const MetricLabels& labels, double total) {
+  std::lock_guard lock(mu_);
+  double& value = family(name, Type::Counter).series[labels].value;
+  value = std::max(value, total);
+}
+
 void MetricsRegistry::set(const std::string& name, const MetricLabels& labels, double value) {
   std::lock_guard lock(mu_);
   family(name, Type::Gauge).series[labels].value = value;

@@ -23,6 +23,10 @@ class MetricsRegistry {
 
   // Using a name that was not defined with that type is a bug and aborts.
   void add(const std::string& name, const MetricLabels& labels, double delta = 1.0);
+  // A counter that mirrors a running total kept elsewhere (a stats
+  // snapshot): takes `total` unless that would lower it, since scrapes may
+  // race with an older snapshot.
+  void set_counter(const std::string& name, const MetricLabels& labels, double total);
   void set(const std::string& name, const MetricLabels& labels, double value);
   void observe(const std::string& name, const MetricLabels& labels, double value);
 

@@ -109,13 +109,26 @@ Check check_model(const json& body, const RequestDefaults& d, std::string& out) 
   return std::nullopt;
 }
 
+Check read_reuse(const json& body, std::optional<ReuseMode>& out) {
+  const json* v = field(body, "reuse");
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return type_error("reuse", "a string: \"off\", \"prefix\" or \"shift\"");
+  out = parse_reuse_mode(v->get_ref<const std::string&>());
+  if (!out)
+    return invalid_field_error("reuse", "'reuse' must be \"off\", \"prefix\" or \"shift\", not " + v->dump());
+  return std::nullopt;
+}
+
 // Fields both endpoints share.
 Check read_common(const json& body, const RequestDefaults& d, GenerationRequest& r) {
   if (auto e = check_model(body, d, r.model)) return e;
   r.max_tokens = d.max_tokens;
   r.sampler = d.sampler;
-  if (auto e = read_int(body, "max_tokens", 1, d.max_tokens_limit, r.max_tokens)) return e;
-  if (auto e = read_int(body, "max_completion_tokens", 1, d.max_tokens_limit, r.max_tokens)) return e;
+  // A completion of zero tokens scores (echo + logprobs) or caches its
+  // prompt; a chat reply of zero tokens has no use.
+  const int min_tokens = r.endpoint == ApiEndpoint::Completion ? 0 : 1;
+  if (auto e = read_int(body, "max_tokens", min_tokens, d.max_tokens_limit, r.max_tokens)) return e;
+  if (auto e = read_int(body, "max_completion_tokens", min_tokens, d.max_tokens_limit, r.max_tokens)) return e;
   int n = 1;
   if (auto e = read_int(body, "n", 1, 128, n)) return e;
   if (n != 1) return unsupported_value_error("n", "this server returns one choice per request; 'n' must be 1");
@@ -150,6 +163,8 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
     }
   }
   if (auto e = read_string(body, "session_id", 256, r.session_id)) return e;
+  if (auto e = read_reuse(body, r.reuse)) return e;
+  if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   return std::nullopt;
 }
 
@@ -196,22 +211,56 @@ Check read_messages(const json& body, std::vector<ChatMessage>& out) {
   return std::nullopt;
 }
 
-Check read_prompt(const json& body, std::string& out) {
+const char* const kPromptForms = "a string, an array of one string, or an array of token ids";
+
+// One prompt given as token ids: integers of the model's vocabulary.
+// `name` is how the array is written in messages: prompt or prompt[0].
+Check read_token_ids(const json& ids, const std::string& name, const RequestDefaults& d, std::vector<int32_t>& out) {
+  if (ids.empty()) return invalid_field_error("prompt", "'" + name + "' holds no token ids", "out_of_range");
+  const int64_t limit = d.n_vocab > 0 ? d.n_vocab : std::numeric_limits<int32_t>::max();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const json& id = ids[i];
+    const std::string at = name + "[" + std::to_string(i) + "]";
+    if (!id.is_number_integer()) return invalid_field_error("prompt", "'" + at + "' is " + id.dump() +
+                                                                          "; token ids are integers", "invalid_type");
+    // Unsigned values above int64's range are out of range, not wrapped.
+    const bool huge = id.is_number_unsigned() &&
+                      id.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    const int64_t x = huge ? limit : id.get<int64_t>();
+    if (x < 0 || x >= limit)
+      return invalid_field_error("prompt",
+                                 "'" + at + "' is " + id.dump() + ", not a token id of this model (ids are 0 to " +
+                                     std::to_string(limit - 1) + ")",
+                                 "out_of_range");
+    out.push_back(static_cast<int32_t>(x));
+  }
+  return std::nullopt;
+}
+
+// A string, an array of one string, an array of token ids, or an array of
+// one array of token ids (the batched form with one prompt).
+Check read_prompt(const json& body, const RequestDefaults& d, GenerationRequest& r) {
   const json* v = field(body, "prompt");
   if (!v) return invalid_field_error("prompt", "'prompt' is required", "missing_field");
   if (v->is_string()) {
-    out = v->get<std::string>();
+    r.prompt = v->get<std::string>();
     return std::nullopt;
   }
-  if (v->is_array()) {
-    if (v->size() == 1 && (*v)[0].is_string()) {
-      out = (*v)[0].get<std::string>();
-      return std::nullopt;
-    }
-    if (v->size() > 1 && std::all_of(v->begin(), v->end(), [](const json& p) { return p.is_string(); }))
-      return unsupported_value_error("prompt", "this server takes one prompt per request");
+  if (!v->is_array()) return type_error("prompt", kPromptForms);
+  if (v->empty()) return invalid_field_error("prompt", "'prompt' is an empty array", "out_of_range");
+  const json& first = (*v)[0];
+  auto all = [&](auto&& is) { return std::all_of(v->begin(), v->end(), is); };
+  if (first.is_string() && all([](const json& p) { return p.is_string(); })) {
+    if (v->size() > 1) return unsupported_value_error("prompt", "this server takes one prompt per request");
+    r.prompt = first.get<std::string>();
+    return std::nullopt;
   }
-  return type_error("prompt", "a string or an array of one string");
+  if (first.is_array() && all([](const json& p) { return p.is_array(); })) {
+    if (v->size() > 1) return unsupported_value_error("prompt", "this server takes one prompt per request");
+    return read_token_ids(first, "prompt[0]", d, r.prompt_ids);
+  }
+  if (first.is_number()) return read_token_ids(*v, "prompt", d, r.prompt_ids);
+  return type_error("prompt", kPromptForms);
 }
 
 }  // namespace
@@ -242,8 +291,15 @@ std::expected<GenerationRequest, ApiError> parse_completion_request(const nlohma
                                                                     const RequestDefaults& defaults) {
   GenerationRequest r;
   r.endpoint = ApiEndpoint::Completion;
-  if (auto e = read_prompt(body, r.prompt)) return std::unexpected(*e);
+  if (auto e = read_prompt(body, defaults, r)) return std::unexpected(*e);
   if (auto e = read_common(body, defaults, r)) return std::unexpected(*e);
+  if (auto e = read_bool(body, "echo", r.echo)) return std::unexpected(*e);
+  // The prompt's log-probabilities are known only when the request ends, so
+  // a stream could not send them first, where they belong.
+  if (r.echo && r.stream)
+    return std::unexpected(unsupported_value_error(
+        "echo", "'echo' cannot be streamed (the prompt's log-probabilities are known only at the end); "
+                "send it with 'stream': false"));
   // Legacy completions: logprobs is the number of alternatives (0-5 in
   // OpenAI's API; we allow up to kMaxTopLogprobs).
   int n_logprobs = -1;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/api_error.h"
+#include "cache/reuse_plan.h"
 #include "model/chat_template.h"
 #include "model/sampler.h"
 
@@ -25,8 +26,14 @@ struct GenerationRequest {
   ApiEndpoint endpoint = ApiEndpoint::Completion;
   std::string model;
   std::vector<ChatMessage> messages;  // chat; roles system, user, assistant
-  std::string prompt;                 // completion
-  int max_tokens = 0;                 // filled from the defaults when absent
+  std::string prompt;                 // completion, given as text
+  // Completion, given as token ids: used as they are (no BOS added).
+  // Non-empty exactly when the prompt came as ids.
+  std::vector<int32_t> prompt_ids;
+  // Completion: the choice's text, and its logprobs when asked for, start
+  // with the prompt's. With logprobs, the prompt's are scored too.
+  bool echo = false;
+  int max_tokens = 0;                 // filled from the defaults when absent; completions allow 0
   SamplerParams sampler;              // the defaults, overridden field by field
   std::vector<std::string> stop;
   int top_logprobs = 0;               // 0: none
@@ -35,6 +42,8 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   std::string session_id;             // extension: keep this conversation's prefix resident
+  std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
+  bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
 };
 
 // What a request gets for the fields it leaves out, and the limits it must keep.
@@ -43,6 +52,7 @@ struct RequestDefaults {
   int max_tokens = 256;
   int max_tokens_limit = 1 << 20;
   SamplerParams sampler;
+  int n_vocab = 0;                    // > 0: token ids of a prompt must be below it
 };
 
 inline constexpr std::size_t kMaxStopStrings = 16;

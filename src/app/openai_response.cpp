@@ -20,7 +20,10 @@ json chat_logprobs(const std::vector<TokenLogprob>& tokens) {
     json top = json::array();
     for (const auto& [token, lp] : t.top)
       top.push_back({{"token", token}, {"logprob", lp}, {"bytes", token_bytes(token)}});
-    content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", token_bytes(t.token)}, {"top_logprobs", top}});
+    content.push_back({{"token", t.token},
+                       {"logprob", t.logprob ? json(*t.logprob) : json(nullptr)},
+                       {"bytes", token_bytes(t.token)},
+                       {"top_logprobs", top}});
   }
   return {{"content", content}};
 }
@@ -30,12 +33,17 @@ json completion_logprobs(const std::vector<TokenLogprob>& tokens, std::size_t te
               {"text_offset", json::array()}};
   for (const auto& t : tokens) {
     out["tokens"].push_back(t.token);
-    out["token_logprobs"].push_back(t.logprob);
-    json top = json::object();
-    for (const auto& [token, lp] : t.top) top[token] = lp;
-    out["top_logprobs"].push_back(top);
+    if (t.logprob) {
+      out["token_logprobs"].push_back(*t.logprob);
+      json top = json::object();
+      for (const auto& [token, lp] : t.top) top[token] = lp;
+      out["top_logprobs"].push_back(top);
+    } else {
+      out["token_logprobs"].push_back(nullptr);
+      out["top_logprobs"].push_back(nullptr);
+    }
     out["text_offset"].push_back(text_offset);
-    text_offset += t.token.size();
+    text_offset += t.text_bytes.value_or(t.token.size());
   }
   return out;
 }
@@ -63,11 +71,15 @@ std::string make_response_id(ApiEndpoint endpoint) {
   return id;
 }
 
+json reuse_json(const ReuseCounts& c) {
+  return {{"prefix", c.prefix}, {"shift", c.shift}, {"recomputed", c.recomputed}, {"computed", c.computed}};
+}
+
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}, {"reuse", reuse_json(u.reuse)}}}};
 }
 
 json completion_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,

@@ -1,8 +1,10 @@
 // OpenAI response bodies: chat.completion and text_completion objects, their
-// streaming chunks, usage with cached prompt tokens, and log-probabilities in
-// each endpoint's own layout. Pure formatting of values already computed.
+// streaming chunks, usage with cached prompt tokens and where each prompt
+// token's K/V came from, and log-probabilities in each endpoint's own layout
+// (null where none was computed). Pure formatting of values already computed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,19 +14,26 @@
 #include <nlohmann/json.hpp>
 
 #include "app/openai_request.h"
+#include "cache/reuse_plan.h"
 
 namespace clm {
 
 struct TokenLogprob {
-  std::string token;  // the token's text
-  float logprob = 0.0f;
+  std::string token;  // the token's text, or "token_id:N"
+  // None where no distribution was computed: the first prompt token, and a
+  // prompt token whose predecessor's K/V was reused. `top` is then null too.
+  std::optional<float> logprob;
   std::vector<std::pair<std::string, float>> top;  // most likely first
+  // The bytes of the token's text where `token` shows something else, so
+  // that text offsets still count text.
+  std::optional<std::size_t> text_bytes;
 };
 
 struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
-  int cached_tokens = 0;  // prompt tokens attached from the KV cache, not computed
+  int cached_tokens = 0;  // prompt tokens reused from the KV cache, not computed (reuse.prefix + reuse.shift)
+  ReuseCounts reuse;      // where each prompt token's K/V came from; sums to prompt_tokens
 };
 
 // What every object of one response shares.
@@ -38,6 +47,9 @@ struct ResponseMeta {
 // A fresh id with the endpoint's prefix and 24 random hex digits.
 std::string make_response_id(ApiEndpoint endpoint);
 
+// {"prefix", "shift", "recomputed", "computed"}: the usage's breakdown, also
+// printed by `run --json`.
+nlohmann::json reuse_json(const ReuseCounts& counts);
 nlohmann::json usage_json(const Usage& usage);
 
 // The whole non-streaming response. logprobs: nullptr when not requested.

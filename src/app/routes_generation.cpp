@@ -12,13 +12,16 @@ namespace clm {
 namespace {
 
 void reply_whole(httplib::Response& res, GenerationJob& job) {
-  std::vector<TokenLogprob> logprobs;
+  std::vector<TokenLogprob> generated;
   while (!job.done()) {
     GenerationJob::Step step = job.next();
-    for (auto& lp : step.logprobs) logprobs.push_back(std::move(lp));
+    for (auto& lp : step.logprobs) generated.push_back(std::move(lp));
   }
   if (job.error()) return reply_error(res, *job.error());
-  reply_json(res, completion_response(job.meta(), job.text(), job.finish_reason(), job.usage(),
+  // With echo, the prompt comes first in the text and in the logprobs.
+  std::vector<TokenLogprob> logprobs = job.request().echo ? job.prompt_logprobs() : std::vector<TokenLogprob>{};
+  for (auto& lp : generated) logprobs.push_back(std::move(lp));
+  reply_json(res, completion_response(job.meta(), job.echo_text() + job.text(), job.finish_reason(), job.usage(),
                                       job.request().logprobs ? &logprobs : nullptr));
 }
 

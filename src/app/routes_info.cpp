@@ -13,6 +13,10 @@ json cache_json(const CacheStats& s) {
   return {{"sequences", s.sequences},
           {"prompt_tokens", s.prompt_tokens},
           {"reused_tokens", s.reused_tokens},
+          {"shifted_tokens", s.shifted_tokens},
+          {"recomputed_tokens", s.recomputed_tokens},
+          {"spans_reused", s.spans_reused},
+          {"plans_stale", s.plans_stale},
           {"blocks_looked_up", s.blocks_looked_up},
           {"blocks_hit", s.blocks_hit},
           {"blocks_total", s.blocks_total},
@@ -27,8 +31,18 @@ json cache_json(const CacheStats& s) {
           {"copy_on_write", s.copy_on_write},
           {"block_hit_rate", s.block_hit_rate()},
           {"token_hit_rate", s.token_hit_rate()},
+          {"reuse_rate", s.reuse_rate()},
           {"cache_efficiency_ratio", s.cache_efficiency_ratio()},
           {"memory_used_mb", s.memory_used_mb()}};
+}
+
+// The reuse the server applies to requests that do not say (after
+// --no-prefix-cache), and the span search's limits.
+json reuse_options_json(const ReuseOptions& r) {
+  return {{"mode", std::string(to_string(r.mode))},
+          {"min_reuse_tokens", r.min_reuse_tokens},
+          {"window", r.window},
+          {"lead", r.lead}};
 }
 
 json scheduler_json(const SchedulerStats& s) {
@@ -71,6 +85,7 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
     reply_json(res, {{"cache", cache_json(stats.cache)},
                      {"scheduler", scheduler_json(stats.scheduler)},
+                     {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
                      {"server",
                       {{"uptime_s", uptime},
                        {"in_flight", ctx.in_flight.load()},

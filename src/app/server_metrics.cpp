@@ -1,12 +1,18 @@
 #include "app/server_metrics.h"
 
+#include <utility>
+
 namespace clm {
 
 ServerMetrics::ServerMetrics() {
   auto& r = registry_;
   r.define_counter("clmcache_requests_total", "HTTP requests answered, by endpoint and status code");
   r.define_counter("clmcache_prompt_tokens_total", "prompt tokens of finished generations");
-  r.define_counter("clmcache_cached_tokens_total", "prompt tokens attached from the KV cache instead of computed");
+  r.define_counter("clmcache_cached_tokens_total",
+                   "prompt tokens reused from the KV cache instead of computed (exact prefix plus shifted spans)");
+  r.define_counter("clmcache_prompt_tokens_by_reuse_total",
+                   "prompt tokens of finished generations by where their K/V came from: prefix (exact), shift "
+                   "(copied from a span elsewhere, K re-rotated), recomputed (found but computed), computed");
   r.define_counter("clmcache_generated_tokens_total", "tokens generated");
   // Latencies of a small CPU model range from milliseconds to minutes.
   const std::vector<double> seconds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
@@ -15,7 +21,10 @@ ServerMetrics::ServerMetrics() {
                      seconds);
   r.define_gauge("clmcache_kv_blocks", "KV cache blocks by state: used (live sequences), cached (idle, reusable), free");
   r.define_gauge("clmcache_kv_block_hit_rate", "share of looked-up prompt blocks found resident");
-  r.define_gauge("clmcache_kv_token_hit_rate", "share of prompt tokens attached from the cache");
+  r.define_gauge("clmcache_kv_token_hit_rate", "share of prompt tokens attached from the prefix cache");
+  r.define_gauge("clmcache_kv_reuse_rate", "share of prompt tokens not computed: exact prefix plus shifted spans");
+  r.define_counter("clmcache_kv_spans_reused_total", "spans copied from elsewhere in the cache (reuse mode shift)");
+  r.define_counter("clmcache_kv_plans_stale_total", "reuse plans whose source was evicted before they were applied");
   r.define_gauge("clmcache_kv_memory_used_bytes", "bytes of KV blocks in use or cached");
   r.define_gauge("clmcache_kv_memory_capacity_bytes", "bytes of the whole KV pool");
   r.define_gauge("clmcache_requests_running", "generations decoding now");
@@ -27,9 +36,13 @@ void ServerMetrics::record_request(const std::string& endpoint, int status) {
 }
 
 void ServerMetrics::record_generation(const std::string& endpoint, int prompt_tokens, int cached_tokens,
-                                      int generated_tokens, double latency_s, double ttft_s) {
+                                      const ReuseCounts& reuse, int generated_tokens, double latency_s,
+                                      double ttft_s) {
   registry_.add("clmcache_prompt_tokens_total", {}, prompt_tokens);
   registry_.add("clmcache_cached_tokens_total", {}, cached_tokens);
+  const std::pair<const char*, int> kinds[] = {
+      {"prefix", reuse.prefix}, {"shift", reuse.shift}, {"recomputed", reuse.recomputed}, {"computed", reuse.computed}};
+  for (const auto& [kind, n] : kinds) registry_.add("clmcache_prompt_tokens_by_reuse_total", {{"kind", kind}}, n);
   registry_.add("clmcache_generated_tokens_total", {}, generated_tokens);
   registry_.observe("clmcache_request_duration_seconds", {{"endpoint", endpoint}}, latency_s);
   if (ttft_s >= 0) registry_.observe("clmcache_time_to_first_token_seconds", {}, ttft_s);
@@ -41,6 +54,9 @@ void ServerMetrics::update_cache(const CacheStats& s) {
   registry_.set("clmcache_kv_blocks", {{"state", "free"}}, static_cast<double>(s.blocks_free));
   registry_.set("clmcache_kv_block_hit_rate", {}, s.block_hit_rate());
   registry_.set("clmcache_kv_token_hit_rate", {}, s.token_hit_rate());
+  registry_.set("clmcache_kv_reuse_rate", {}, s.reuse_rate());
+  registry_.set_counter("clmcache_kv_spans_reused_total", {}, static_cast<double>(s.spans_reused));
+  registry_.set_counter("clmcache_kv_plans_stale_total", {}, static_cast<double>(s.plans_stale));
   registry_.set("clmcache_kv_memory_used_bytes", {}, static_cast<double>((s.blocks_used + s.blocks_cached) * s.block_bytes));
   registry_.set("clmcache_kv_memory_capacity_bytes", {}, static_cast<double>(s.blocks_total * s.block_bytes));
 }

@@ -53,6 +53,13 @@ int32_t BlockTable::append(int32_t token, int32_t pos) {
   return n_slots() - 1;
 }
 
+void BlockTable::set_position(int32_t slot, int32_t pos) {
+  CLM_CHECK(slot >= 0 && slot < n_slots(), "set_position outside the table");
+  int32_t& p = positions_[static_cast<std::size_t>(slot)];
+  CLM_CHECK(p == kEmptySlot, "set_position on a filled slot");
+  p = pos;
+}
+
 void BlockTable::clear() {
   blocks_.clear();
   block_ptrs_.clear();

@@ -41,7 +41,11 @@ class BlockTable {
   void push_block(BlockId id, std::byte* data);
   void replace_block(std::size_t index, BlockId id, std::byte* data);
   // Appends a slot (room must exist) holding `token` at `pos`; returns it.
+  // pos may be kEmptySlot: the slot is reserved for `token`, its K/V not
+  // written yet, and attention skips it until set_position() fills it.
   int32_t append(int32_t token, int32_t pos);
+  // Gives an empty slot its position (its K/V is being written now).
+  void set_position(int32_t slot, int32_t pos);
   // Forgets all blocks and slots without touching the pool.
   void clear();
 

@@ -21,7 +21,8 @@ KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOp
       options_(std::move(options)),
       block_size_(pool.geometry().block_size),
       meta_(pool.n_blocks() + 2),
-      block_tokens_(pool.n_blocks() * static_cast<std::size_t>(pool.geometry().block_size)) {
+      block_tokens_(pool.n_blocks() * static_cast<std::size_t>(pool.geometry().block_size)),
+      generation_(pool.n_blocks(), 0) {
   if (!options_.clock) options_.clock = steady_seconds;
   if (!options_.key_function) options_.key_function = block_key;
   for (int level = 0; level < 2; ++level) {
@@ -31,6 +32,12 @@ KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOp
 }
 
 double KvCacheManager::now() const { return options_.clock(); }
+
+std::span<const int32_t> KvCacheManager::stored_tokens(BlockId id) const {
+  return std::span<const int32_t>(block_tokens_)
+      .subspan(static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_),
+               static_cast<std::size_t>(meta(id).n_tokens));
+}
 
 BlockKey KvCacheManager::key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const {
   const BlockKey key = options_.key_function(parent, tokens, context);
@@ -54,20 +61,7 @@ BlockId KvCacheManager::lookup(BlockKey key, BlockKey parent, std::span<const in
 }
 
 int KvCacheManager::match_prefix(std::span<const int32_t> prompt, uint64_t cache_namespace) const {
-  if (!options_.prefix_caching || prompt.size() < 2) return 0;
-  const KeyContext context{fingerprint_, cache_namespace};
-  const std::size_t bs = static_cast<std::size_t>(block_size_);
-  const std::size_t n_full = (prompt.size() - 1) / bs;
-  BlockKey parent = kNoKey;
-  std::size_t b = 0;
-  for (; b < n_full; ++b) {
-    const auto tokens = prompt.subspan(b * bs, bs);
-    const BlockKey key = key_of(parent, tokens, context);
-    if (lookup(key, parent, tokens, cache_namespace) == kNoBlock) break;
-    parent = key;
-  }
-  const auto rest = prompt.subspan(b * bs, prompt.size() - 1 - b * bs);
-  return static_cast<int>(b * bs) + best_partial(parent, cache_namespace, rest).second;
+  return plan(prompt, cache_namespace, ReuseOptions{}).prefix_tokens;
 }
 
 std::pair<BlockId, int> KvCacheManager::best_partial(BlockKey parent, uint64_t cache_namespace,
@@ -89,70 +83,18 @@ std::pair<BlockId, int> KvCacheManager::best_partial(BlockKey parent, uint64_t c
 }
 
 int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, uint64_t cache_namespace) {
-  CLM_CHECK(seq.table.n_slots() == 0 && seq.table.blocks().empty(), "begin on a sequence in use");
-  CLM_CHECK(seq.table.block_size() == block_size_, "sequence and pool disagree on block size");
-  seq.context = KeyContext{fingerprint_, cache_namespace};
-  seq.keys.clear();
-  ++counters_.sequences;
-  counters_.prompt_tokens += prompt.size();
-  if (!options_.prefix_caching || prompt.size() < 2) return 0;
-
-  const std::size_t bs = static_cast<std::size_t>(block_size_);
-  const std::size_t n_full = (prompt.size() - 1) / bs;
-  counters_.blocks_looked_up += n_full;
-  BlockKey parent = kNoKey;
-  for (std::size_t b = 0; b < n_full; ++b) {
-    const auto tokens = prompt.subspan(b * bs, bs);
-    const BlockKey key = key_of(parent, tokens, seq.context);
-    const BlockId id = lookup(key, parent, tokens, cache_namespace);
-    if (id == kNoBlock) break;
-    Meta& m = meta(id);
-    if (pool_.refcount(id) == 0) {  // idle: leaves the evictable set
-      if (m.in_list) list_remove(id);
-      --n_idle_cached_;
-    }
-    pool_.retain(id);
-    if (m.hits++ == 0) ++counters_.cached_blocks_hit;
-    if (m.hits >= options_.hot_after_hits) m.level = Level::Hot;
-    m.last_access = now();
-    seq.table.push_block(id, pool_.block_data(id));
-    for (std::size_t i = 0; i < bs; ++i) seq.table.append(tokens[i], static_cast<int32_t>(b * bs + i));
-    seq.keys.push_back(key);
-    ++counters_.blocks_hit;
-    parent = key;
-  }
-  attach_partial(seq, prompt);
-  const int attached = seq.table.n_slots();
-  counters_.reused_tokens += static_cast<uint64_t>(attached);
-  return attached;
-}
-
-void KvCacheManager::attach_partial(CachedSequence& seq, std::span<const int32_t> prompt) {
-  // After the shared full blocks, a cached block that continues the prompt
-  // for only its first k tokens still holds exactly their K/V (a token's K/V
-  // depends on its prefix alone). Its first k slots are copied into a block
-  // of our own, never shared, since the rest of it belongs to another text.
-  const std::size_t done = static_cast<std::size_t>(seq.table.n_slots());
-  const BlockKey parent = seq.keys.empty() ? kNoKey : seq.keys.back();
-  const auto rest = prompt.subspan(done, prompt.size() - 1 - done);
-  const auto [source, k] = best_partial(parent, seq.context.cache_namespace, rest);
-  if (k == 0) return;
-  // Pin the source so that making room cannot evict it.
-  if (pool_.refcount(source) == 0) {
-    if (meta(source).in_list) list_remove(source);
-    --n_idle_cached_;
-  }
-  pool_.retain(source);
-  const BlockId copy = allocate_block();
-  if (copy != kNoBlock) {
-    pool_.copy_block(source, copy);
-    seq.table.push_block(copy, pool_.block_data(copy));
-    for (int i = 0; i < k; ++i)
-      seq.table.append(rest[static_cast<std::size_t>(i)], static_cast<int32_t>(done) + i);
-    meta(source).last_access = now();
-    ++counters_.partial_block_hits;
-  }
-  if (pool_.release(source) == 0) on_idle(source);
+  const ReusePlan p = plan(prompt, cache_namespace, ReuseOptions{});
+  // With no room asked for beyond the prefix, the only block apply() may
+  // need is the partial copy; without it the prefix is whole blocks only.
+  if (apply(seq, p, prompt, cache_namespace, p.prefix_tokens) == ApplyStatus::Ok) return seq.table.n_slots();
+  ReusePlan whole = p;
+  whole.partial_source = kNoBlock;
+  whole.partial_tokens = 0;
+  whole.prefix_tokens = static_cast<int32_t>(whole.prefix_blocks.size()) * block_size_;
+  whole.compute = {{whole.prefix_tokens, static_cast<int32_t>(prompt.size())}};
+  CLM_CHECK(apply(seq, whole, prompt, cache_namespace, whole.prefix_tokens) == ApplyStatus::Ok,
+            "attaching shared blocks needs no room");
+  return seq.table.n_slots();
 }
 
 std::size_t KvCacheManager::available_blocks() const {
@@ -190,39 +132,63 @@ Status KvCacheManager::reserve(CachedSequence& seq, int n) {
   return {};
 }
 
-int32_t KvCacheManager::append(CachedSequence& seq, int32_t token, int32_t pos) {
-  return seq.table.append(token, pos);
+int32_t KvCacheManager::append(CachedSequence& seq, int32_t token) {
+  const int32_t slot = seq.table.append(token, seq.next_pos++);
+  return slot;
+}
+
+void KvCacheManager::fill(CachedSequence& seq, int32_t slot, int32_t pos) {
+  seq.table.set_position(slot, pos);
+  seq.next_pos = std::max(seq.next_pos, pos + 1);
 }
 
 void KvCacheManager::commit(CachedSequence& seq) {
   BlockTable& t = seq.table;
+  const auto& positions = t.positions();
+  while (seq.written < t.n_slots() && positions[static_cast<std::size_t>(seq.written)] != kEmptySlot) ++seq.written;
+  if (!options_.prefix_caching) return;
   const std::size_t bs = static_cast<std::size_t>(block_size_);
-  const std::size_t n_full = static_cast<std::size_t>(t.n_slots()) / bs;
-  for (std::size_t b = seq.keys.size(); b < n_full; ++b) {
+  const std::size_t n_full = static_cast<std::size_t>(seq.written) / bs;
+  const std::size_t n_exact = static_cast<std::size_t>(seq.exact_slots()) / bs;
+  for (std::size_t b = seq.n_cached_blocks; b < n_full; ++b) {
     const auto tokens = t.block_tokens(b);
+    const BlockId id = t.blocks()[b];
+    const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
+    // Every cached chain is complete, so that eviction can go leaves first:
+    // a block is cached only under a cached predecessor.
+    if (parent_block != kNoBlock && !cached(parent_block)) return;
+    seq.n_cached_blocks = b + 1;
+    if (b >= n_exact || seq.keys.size() != b) {
+      // Past the frontier: approximate, found by content only.
+      if (!cached(id)) register_span_block(id, parent_block, tokens, positions[b * bs], seq.context.cache_namespace);
+      continue;
+    }
     const BlockKey parent = b == 0 ? kNoKey : seq.keys[b - 1];
     const BlockKey key = key_of(parent, tokens, seq.context);
     seq.keys.push_back(key);
-    if (!options_.prefix_caching) continue;
-    const BlockId id = t.blocks()[b];
     Meta& m = meta(id);
     if (m.key != kNoKey) continue;  // attached from the index, or registered already
-    const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
-    // A block is registered only under a registered parent, so that every
-    // registered chain is complete and eviction can go leaves first.
-    if (parent_block != kNoBlock && meta(parent_block).key != parent) continue;
+    if (m.span_only) {               // shared from an approximate sequence
+      seq.keys.pop_back();
+      continue;
+    }
+    if (parent_block != kNoBlock && meta(parent_block).key != parent) {
+      seq.keys.pop_back();
+      register_span_block(id, parent_block, tokens, positions[b * bs], seq.context.cache_namespace);
+      continue;
+    }
     if (index_.count(key) != 0) {
       // Another sequence computed the same prefix first (both were admitted
       // before either registered it). Its block holds bitwise the same K/V
       // (promise 1), so adopt it and free ours: later blocks then register
       // under it and the two sequences share from here on.
       const BlockId twin = lookup(key, parent, tokens, seq.context.cache_namespace);
-      if (twin == kNoBlock) continue;  // a hash collision, not a twin
-      if (pool_.refcount(twin) == 0) {
-        if (meta(twin).in_list) list_remove(twin);
-        --n_idle_cached_;
+      if (twin == kNoBlock) {  // a hash collision, not a twin: this chain stops being cached here
+        seq.keys.pop_back();
+        seq.n_cached_blocks = b;
+        return;
       }
-      pool_.retain(twin);
+      pin(twin);
       meta(twin).last_access = now();
       t.replace_block(b, twin, pool_.block_data(twin));
       if (pool_.release(id) == 0) pool_.free(id);
@@ -240,6 +206,23 @@ void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_ke
   m.key = key;
   m.parent = parent_key;
   m.cache_namespace = cache_namespace;
+  m.first_pos = parent_block == kNoBlock ? 0 : meta(parent_block).first_pos + block_size_;
+  index_[key] = id;
+  children_.emplace(parent_key, id);
+  link_cached(id, parent_block, tokens);
+}
+
+void KvCacheManager::register_span_block(BlockId id, BlockId parent_block, std::span<const int32_t> tokens,
+                                         int32_t first_pos, uint64_t cache_namespace) {
+  Meta& m = meta(id);
+  m.span_only = true;
+  m.cache_namespace = cache_namespace;
+  m.first_pos = first_pos;
+  link_cached(id, parent_block, tokens);
+}
+
+void KvCacheManager::link_cached(BlockId id, BlockId parent_block, std::span<const int32_t> tokens) {
+  Meta& m = meta(id);
   m.parent_block = parent_block;
   m.n_tokens = static_cast<int32_t>(tokens.size());
   m.hits = 0;
@@ -247,9 +230,11 @@ void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_ke
   m.last_access = now();
   std::copy(tokens.begin(), tokens.end(),
             block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_)));
-  index_[key] = id;
-  children_.emplace(parent_key, id);
-  if (parent_block != kNoBlock) ++meta(parent_block).cached_children;
+  spans_.add(id, tokens);
+  if (parent_block != kNoBlock) {
+    ++meta(parent_block).cached_children;
+    child_blocks_.emplace(parent_block, id);
+  }
 }
 
 void KvCacheManager::keep_tail(CachedSequence& seq) {
@@ -258,13 +243,21 @@ void KvCacheManager::keep_tail(CachedSequence& seq) {
   const std::size_t b = static_cast<std::size_t>(t.n_slots() / block_size_);
   if (!options_.prefix_caching || !options_.partial_block_reuse || n_tail == 0 || b >= t.blocks().size()) return;
   const BlockId id = t.blocks()[b];
-  // Only a block of its own, under a registered chain, with room unknown to
-  // anyone else; a key hashed over fewer tokens never equals a full block's.
-  if (pool_.refcount(id) != 1 || meta(id).key != kNoKey || seq.keys.size() != b) return;
+  // Only a block of its own, after every full block was cached, with every
+  // slot written and room unknown to anyone else.
+  if (pool_.refcount(id) != 1 || cached(id) || seq.n_cached_blocks != b || seq.written != t.n_slots()) return;
   const BlockId parent_block = b == 0 ? kNoBlock : t.blocks()[b - 1];
+  if (parent_block != kNoBlock && !cached(parent_block)) return;
+  const auto tokens = t.block_tokens(b);
+  const std::size_t first = b * static_cast<std::size_t>(block_size_);
+  if (seq.exact_slots() < t.n_slots() || seq.keys.size() != b) {
+    register_span_block(id, parent_block, tokens, t.positions()[first], seq.context.cache_namespace);
+    ++counters_.tails_kept;
+    return;
+  }
   const BlockKey parent = b == 0 ? kNoKey : seq.keys[b - 1];
   if (parent_block != kNoBlock && meta(parent_block).key != parent) return;
-  const auto tokens = t.block_tokens(b);
+  // A key hashed over fewer tokens never equals a full block's.
   const BlockKey key = key_of(parent, tokens, seq.context);
   if (index_.count(key) != 0) return;  // the same tail is kept already
   register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
@@ -276,6 +269,10 @@ void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   CLM_CHECK(to.table.block_size() == block_size_, "sequence and pool disagree on block size");
   to.context = from.context;
   to.keys = from.keys;
+  to.next_pos = from.next_pos;
+  to.exact_limit = from.exact_limit;
+  to.written = from.written;
+  to.n_cached_blocks = from.n_cached_blocks;
   const BlockTable& src = from.table;
   // Only blocks holding tokens are shared. Room reserved ahead is not: both
   // sequences would write their next tokens into it, and reserve() copies a
@@ -296,11 +293,15 @@ void KvCacheManager::release(CachedSequence& seq) {
     if (pool_.release(*it) == 0) on_idle(*it);
   seq.table.clear();
   seq.keys.clear();
+  seq.next_pos = 0;
+  seq.exact_limit = INT32_MAX;
+  seq.written = 0;
+  seq.n_cached_blocks = 0;
 }
 
 void KvCacheManager::on_idle(BlockId id) {
   Meta& m = meta(id);
-  if (m.key == kNoKey) {
+  if (!cached(id)) {
     pool_.free(id);
     return;
   }
@@ -312,20 +313,30 @@ void KvCacheManager::on_idle(BlockId id) {
 void KvCacheManager::unregister(BlockId id) {
   Meta& m = meta(id);
   if (m.in_list) list_remove(id);
-  const auto it = index_.find(m.key);
-  if (it != index_.end() && it->second == id) index_.erase(it);
-  for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {
-    if (first->second == id) {
-      children_.erase(first);
-      break;
+  if (m.key != kNoKey) {
+    const auto it = index_.find(m.key);
+    if (it != index_.end() && it->second == id) index_.erase(it);
+    for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {
+      if (first->second == id) {
+        children_.erase(first);
+        break;
+      }
     }
   }
+  spans_.remove(id, stored_tokens(id));
   if (m.parent_block != kNoBlock) {
+    for (auto [first, last] = child_blocks_.equal_range(m.parent_block); first != last; ++first) {
+      if (first->second == id) {
+        child_blocks_.erase(first);
+        break;
+      }
+    }
     Meta& p = meta(m.parent_block);
     // The parent may now be a leaf: if idle, it becomes evictable.
-    if (--p.cached_children == 0 && p.key != kNoKey && pool_.refcount(m.parent_block) == 0 && !p.in_list)
+    if (--p.cached_children == 0 && cached(m.parent_block) && pool_.refcount(m.parent_block) == 0 && !p.in_list)
       list_insert_by_age(m.parent_block, p.level);
   }
+  ++generation_[static_cast<std::size_t>(id)];
   m = Meta{};
 }
 

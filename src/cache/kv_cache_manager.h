@@ -1,12 +1,15 @@
-// KvCacheManager: exact prefix caching over the KvPool. It owns the policy
-// the pool knows nothing of: which full blocks are registered in the prefix
-// index, which idle blocks stay resident (two-level LRU, leaves before
-// parents, optional time-to-live), copy-on-write of shared blocks, and the
-// counters of CacheStats. Sequences are plain values the caller owns; every
-// change to them goes through the manager. Not thread-safe: one owner (the
-// scheduler) calls it.
+// KvCacheManager: the policy over the KvPool. It answers a prompt with a
+// ReusePlan (exact prefix blocks to share, cached spans to copy at another
+// position, tokens to compute) and applies it; it owns which blocks stay
+// resident as cached (two-level LRU, leaves before parents, optional
+// time-to-live), the prefix index of exact blocks, the span index of every
+// cached block, copy-on-write of shared blocks, and the counters of
+// CacheStats. Sequences are plain values the caller owns; every change to
+// them goes through the manager. Not thread-safe: one owner (the scheduler)
+// calls it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -17,6 +20,9 @@
 #include "cache/block_table.h"
 #include "cache/cache_stats.h"
 #include "cache/kv_pool.h"
+#include "cache/reuse_plan.h"
+#include "cache/span_index.h"
+#include "kernels/rope_shift.h"
 #include "util/error.h"
 
 namespace clm {
@@ -35,15 +41,39 @@ struct CacheOptions {
   std::function<double()> clock;
   // Block identity; replaceable in tests to force hash collisions.
   std::function<BlockKey(BlockKey, std::span<const int32_t>, const KeyContext&)> key_function;
+  // The model's RoPE, to re-rotate K of spans reused at another position
+  // (head_dim 0: shifting is unavailable and plans never contain spans).
+  RopeShiftParams rope;
 };
 
-// One live sequence's KV: its block table and the keys of its leading full
-// blocks that are registered in (or were attached from) the prefix index.
+// One live sequence's KV: its block table, the keys of its leading full
+// blocks that are registered in (or were attached from) the prefix index,
+// and its exactness frontier.
 struct CachedSequence {
   explicit CachedSequence(int block_size = 32) : table(block_size) {}
   BlockTable table;
   KeyContext context;
   std::vector<BlockKey> keys;  // keys[b] for the leading blocks already keyed
+  // Position of the next token appended; not the slot count once spans are
+  // shifted in or slots are evicted.
+  int32_t next_pos = 0;
+  // Slots at and after this one hold or follow approximate K/V (a shifted
+  // span): they are never published as an exact prefix.
+  int32_t exact_limit = INT32_MAX;
+  // Leading slots whose K/V is written (the first empty slot).
+  int32_t written = 0;
+  // Leading full blocks already handed to the cache (exact or span-only).
+  std::size_t n_cached_blocks = 0;
+  // The exactness frontier: the leading slots whose K/V is exactly what a
+  // cold run computes.
+  int32_t exact_slots() const { return std::min(written, exact_limit); }
+};
+
+// Why apply() refused a plan; in both cases nothing changed.
+enum class ApplyStatus : uint8_t {
+  Ok,
+  Stale,   // a source block was evicted or reused since the plan: plan again
+  NoRoom,  // the pool cannot hold the sequence now: wait for room
 };
 
 class KvCacheManager {
@@ -53,15 +83,22 @@ class KvCacheManager {
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
 
-  // Plan, no change: how many leading tokens of `prompt` could be attached
-  // from resident blocks: whole shared blocks, then the leading tokens of a
-  // cached block that continues the prompt only partly (copied, not shared).
-  // Never the whole prompt: its last token is always computed, so its
-  // logits exist.
+  // Plan, no change: how `prompt` would be assembled from resident blocks
+  // under `options`: an exact prefix (whole shared blocks, then the leading
+  // tokens of a cached block that continues the prompt only partly, copied),
+  // then in mode Shift spans found anywhere after it, then what is left to
+  // compute. Never the whole prompt: its last token is always computed, so
+  // its logits exist.
+  ReusePlan plan(std::span<const int32_t> prompt, uint64_t cache_namespace, const ReuseOptions& options) const;
+  // Starts `seq` (which must be empty) from the plan: prefix blocks shared,
+  // the partial block and the spans copied (K re-rotated by their position
+  // delta), empty slots reserved for the tokens to compute, and room for
+  // `capacity_tokens` tokens in all. All or nothing.
+  ApplyStatus apply(CachedSequence& seq, const ReusePlan& plan, std::span<const int32_t> prompt,
+                    uint64_t cache_namespace, int capacity_tokens);
+  // Prefix-only shorthands of plan/apply: the tokens an exact prefix would
+  // supply, and starting a sequence with it attached (no more room).
   int match_prefix(std::span<const int32_t> prompt, uint64_t cache_namespace) const;
-  // Starts `seq` (which must be empty) with that prefix attached: full
-  // blocks copy-free (one more reference each), a partial match copied into
-  // a block of its own if one can be had. Returns the tokens attached.
   int begin(CachedSequence& seq, std::span<const int32_t> prompt, uint64_t cache_namespace);
   // Blocks reserve() could obtain now: free plus evictable idle cached ones.
   std::size_t available_blocks() const;
@@ -69,10 +106,14 @@ class KvCacheManager {
   // a shared partial last block so that appending never writes into a block
   // another sequence reads. Fails, changing nothing, if memory is short.
   Status reserve(CachedSequence& seq, int n);
-  // Appends one token (room reserved); returns its slot.
-  int32_t append(CachedSequence& seq, int32_t token, int32_t pos);
+  // Appends one token (room reserved) at the sequence's next position;
+  // returns its slot.
+  int32_t append(CachedSequence& seq, int32_t token);
+  // Fills an empty slot apply() reserved: its K/V is computed now at `pos`.
+  void fill(CachedSequence& seq, int32_t slot, int32_t pos);
   // Call after the forward pass wrote the appended tokens' K/V: registers
-  // the sequence's newly completed full blocks in the prefix index.
+  // the sequence's newly completed full blocks, those below the exactness
+  // frontier in the prefix index, the others as span sources only.
   void commit(CachedSequence& seq);
   // Makes `to` (empty) share every block of `from` that holds tokens,
   // including a partial last block, which is copied on the first write into
@@ -89,33 +130,60 @@ class KvCacheManager {
   void clear_cached();
 
   CacheStats stats() const;
+  const CacheOptions& options() const { return options_; }
 
  private:
   enum class Level : uint8_t { Normal = 0, Hot = 1 };
+  // A cached block is exact (registered in the prefix index under `key`) or
+  // span-only (approximate K/V, found by content alone). Both are in the
+  // span index, stay resident when idle, and form one tree by parent_block.
   struct Meta {
     BlockKey key = kNoKey;  // registered in the index
+    bool span_only = false;
     BlockKey parent = kNoKey;
     uint64_t cache_namespace = 0;
     BlockId parent_block = kNoBlock;
     int32_t n_tokens = 0;  // tokens held: block_size, or fewer for a kept tail
+    int32_t first_pos = 0;  // position of the first slot; the others follow it
     uint32_t hits = 0;
-    int32_t cached_children = 0;  // registered blocks naming this one as parent
+    int32_t cached_children = 0;  // cached blocks naming this one as parent
     double last_access = 0.0;
     Level level = Level::Normal;
     bool in_list = false;
     BlockId prev = kNoBlock, next = kNoBlock;
   };
 
+  bool cached(BlockId id) const { return meta(id).key != kNoKey || meta(id).span_only; }
+  std::span<const int32_t> stored_tokens(BlockId id) const;
   BlockKey key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const;
+  // Plan parts (reuse_planning.cpp).
+  void plan_prefix(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace) const;
+  void plan_spans(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace,
+                  const ReuseOptions& options) const;
+  // The longest source run matching prompt around a span-index candidate,
+  // within [lo, hi) of the prompt.
+  ReuseSpan extend_match(std::span<const int32_t> prompt, uint64_t cache_namespace, BlockId block, int32_t offset,
+                         int32_t at, int32_t lo, int32_t hi) const;
+  // Apply parts (reuse_apply.cpp).
+  bool plan_is_current(const ReusePlan& plan) const;
+  void pin(BlockId id);    // one more reference; an idle block leaves the evictable set
+  void unpin(BlockId id);  // drops it again
+  void copy_span(const ReuseSpan& span, BlockTable& table);
+  void zero_empty_slots(BlockTable& table, int32_t begin, int32_t end);
   // The resident block holding exactly this block of tokens after `parent`.
   BlockId lookup(BlockKey key, BlockKey parent, std::span<const int32_t> tokens, uint64_t cache_namespace) const;
   // The registered child of `parent` sharing the longest run of leading
   // tokens with `rest` (at most a block), and that length.
   std::pair<BlockId, int> best_partial(BlockKey parent, uint64_t cache_namespace, std::span<const int32_t> rest) const;
-  void attach_partial(CachedSequence& seq, std::span<const int32_t> prompt);
   // Registers a block under `parent_key` / `parent_block` holding `tokens`.
   void register_block(BlockId id, BlockKey key, BlockKey parent_key, BlockId parent_block,
                       std::span<const int32_t> tokens, uint64_t cache_namespace);
+  // Keeps an approximate block as a span source; `parent_block` is the
+  // cached block before it in its sequence, or kNoBlock.
+  void register_span_block(BlockId id, BlockId parent_block, std::span<const int32_t> tokens, int32_t first_pos,
+                           uint64_t cache_namespace);
+  // Links a newly cached block under its parent and into the span index.
+  void link_cached(BlockId id, BlockId parent_block, std::span<const int32_t> tokens);
   // At release: keeps a partly filled last block for partial reuse.
   void keep_tail(CachedSequence& seq);
   BlockId allocate_block();  // free stack first, then eviction
@@ -140,6 +208,9 @@ class KvCacheManager {
   std::vector<int32_t> block_tokens_;  // [n_blocks][block_size] tokens of registered blocks
   std::unordered_map<BlockKey, BlockId> index_;
   std::unordered_multimap<BlockKey, BlockId> children_;  // parent key -> registered blocks under it
+  std::unordered_multimap<BlockId, BlockId> child_blocks_;  // parent block -> cached blocks under it
+  std::vector<uint32_t> generation_;  // [n_blocks] bumped whenever a block stops being cached
+  SpanIndex spans_;
   std::size_t n_idle_cached_ = 0;     // idle registered blocks, on a list or not
   CacheStats counters_;
 };

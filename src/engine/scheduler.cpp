@@ -49,14 +49,26 @@ struct Scheduler::Sequence {
   std::vector<int32_t> history;  // prompt + generated tokens, for the penalties
   int n_prompt;
   int max_new = 0;        // max_tokens, bounded by the room left in n_ctx
-  int cached_tokens = 0;  // attached from the prefix cache at admission
+  ReuseCounts reuse;      // from the plan applied at admission
+  // Prompt ranges left to compute, from the plan; `compute_at` is the next
+  // position inside compute[compute_range].
+  std::vector<TokenRange> compute;
+  std::size_t compute_range = 0;
+  int32_t compute_at = 0;
+  std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
   int generated = 0;
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
   bool finished = false;
   Clock::time_point submitted, admitted, first_token;
 
-  bool prefilling() const { return kv.table.n_slots() < n_prompt; }
+  bool prefilling() const { return compute_range < compute.size(); }
+  // Whether the forward pass must return the logits of prompt row `pos`:
+  // the last one is sampled from, the others score the next prompt token.
+  bool wants_prompt_row(int32_t pos) const {
+    if (pos == n_prompt - 1) return max_new > 0;
+    return request.prompt_logprobs >= 0;
+  }
   // Tokens the sequence must be able to hold at admission: the prompt and
   // the slot of the first generated token (unless n_ctx leaves none).
   int admission_tokens(int n_ctx) const { return std::min(n_prompt + 1, n_ctx); }
@@ -199,7 +211,8 @@ bool Scheduler::step_once() {
   bool progressed = running_.size() != running_before;
 
   Batch batch;
-  std::vector<Sequence*> in_batch, outputs;
+  std::vector<Sequence*> in_batch;
+  std::vector<OutputRow> outputs;
   build_batch(batch, in_batch, outputs);
   uint64_t prefill_tokens = 0;
   if (!batch.empty()) {
@@ -258,32 +271,31 @@ void Scheduler::apply_cancellations() {
 }
 
 void Scheduler::admit() {
-  const int block_size = cache_.pool().geometry().block_size;
   std::lock_guard lock(mu_);
   // FIFO: the head of the queue waits for room rather than being overtaken.
   while (!queue_.empty() && running_.size() < static_cast<std::size_t>(options_.max_running)) {
     Sequence& s = *queue_.front();
     const std::span<const int32_t> prompt = s.request.prompt;
-    const int total = s.admission_tokens(options_.n_ctx);
-    // Cheap check first, so that a request that cannot fit does not touch
-    // the cache's counters or LRU order on every step.
-    const int matched = cache_.match_prefix(prompt, s.request.cache_namespace);
-    const int new_blocks = (total + block_size - 1) / block_size - matched / block_size;
-    if (static_cast<std::size_t>(std::max(new_blocks, 0)) > cache_.available_blocks()) break;
-    const int attached = cache_.begin(s.kv, prompt, s.request.cache_namespace);
-    if (!cache_.reserve(s.kv, total - attached)) {
-      // Attaching pinned idle blocks the estimate counted as available.
-      cache_.release(s.kv);
-      break;
-    }
-    s.cached_tokens = attached;
+    ReuseOptions reuse = options_.reuse;
+    if (s.request.reuse) reuse.mode = *s.request.reuse;
+    const ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse);
+    // Planned and applied back to back on this thread, so no source can be
+    // evicted in between; NoRoom leaves the cache as it was.
+    const ApplyStatus applied =
+        cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, s.admission_tokens(options_.n_ctx));
+    CLM_CHECK(applied != ApplyStatus::Stale, "a plan went stale before it was applied");
+    if (applied == ApplyStatus::NoRoom) break;
+    s.reuse = plan.counts(s.n_prompt);
+    s.compute = plan.compute;
+    s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
+    if (s.request.prompt_logprobs >= 0) s.prompt_logprobs.resize(static_cast<std::size_t>(s.n_prompt));
     s.admitted = Clock::now();
     running_.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
 }
 
-void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<Sequence*>& outputs) {
+void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs) {
   int budget = options_.max_batch_tokens;
   auto index_of = [&](Sequence* s) {
     in_batch.push_back(s);
@@ -301,10 +313,9 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
       ++stats_.preempted;
       continue;
     }
-    const int32_t pos = s.kv.table.n_slots();
-    const int32_t slot = cache_.append(s.kv, s.pending, pos);
-    batch.add(s.pending, pos, index_of(&s), slot, true);
-    outputs.push_back(&s);
+    const int32_t slot = cache_.append(s.kv, s.pending);
+    batch.add(s.pending, s.kv.table.positions()[static_cast<std::size_t>(slot)], index_of(&s), slot, true);
+    outputs.push_back({&s, -1});
     --budget;
   }
   // Then prompt chunks, in admission order, until the budget is spent.
@@ -312,27 +323,50 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
     Sequence& s = *sp;
     if (s.finished || !s.prefilling() || budget == 0) continue;
     const int32_t seq_index = index_of(&s);
-    const int from = s.kv.table.n_slots();
-    const int n = std::min(s.n_prompt - from, budget);
-    for (int32_t pos = from; pos < from + n; ++pos) {
-      const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
-      const bool last = pos == s.n_prompt - 1 && s.max_new > 0;
-      batch.add(token, pos, seq_index, cache_.append(s.kv, token, pos), last);
-      if (last) outputs.push_back(&s);
+    // A new sequence's slot i holds prompt token i at position i: slots up
+    // to the last reused span exist already (empty), the rest are appended.
+    while (budget > 0 && s.prefilling()) {
+      const TokenRange range = s.compute[s.compute_range];
+      const int32_t n = std::min(range.end - s.compute_at, budget);
+      for (int32_t pos = s.compute_at; pos < s.compute_at + n; ++pos) {
+        const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
+        int32_t slot = pos;
+        if (pos < s.kv.table.n_slots()) {
+          cache_.fill(s.kv, slot, pos);
+        } else {
+          slot = cache_.append(s.kv, token);
+          CLM_CHECK(slot == pos, "prompt slots follow prompt positions");
+        }
+        const bool want = s.wants_prompt_row(pos);
+        batch.add(token, pos, seq_index, slot, want);
+        if (want) outputs.push_back({&s, pos});
+      }
+      budget -= n;
+      s.compute_at += n;
+      if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
+        s.compute_at = s.compute[s.compute_range].begin;
     }
-    budget -= n;
   }
 }
 
-void Scheduler::sample_outputs(const std::vector<Sequence*>& outputs, std::span<float> logits) {
+void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits) {
   const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
   const Tokenizer& tok = model_.tokenizer();
   std::vector<float> raw(n_vocab);
   uint64_t produced = 0;
   for (std::size_t o = 0; o < outputs.size(); ++o) {
-    Sequence& s = *outputs[o];
+    Sequence& s = *outputs[o].seq;
     if (s.finished) continue;
     const std::span<float> row = logits.subspan(o * n_vocab, n_vocab);
+    const int32_t prompt_pos = outputs[o].prompt_pos;
+    if (prompt_pos >= 0 && prompt_pos + 1 < s.n_prompt) {  // scores the next prompt token
+      const int32_t next = s.request.prompt[static_cast<std::size_t>(prompt_pos + 1)];
+      PromptLogprob lp;
+      lp.logprob = token_logprob(row, next);
+      if (s.request.prompt_logprobs > 0) lp.top = top_logprobs(row, s.request.prompt_logprobs);
+      s.prompt_logprobs[static_cast<std::size_t>(prompt_pos + 1)] = std::move(lp);
+      continue;
+    }
     std::copy(row.begin(), row.end(), raw.begin());  // the sampler edits row in place
     TokenEvent ev;
     if (s.request.record_logits) ev.logits = raw;
@@ -377,7 +411,9 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
   RequestSummary sum;
   sum.id = seq.id;
   sum.prompt_tokens = seq.n_prompt;
-  sum.cached_tokens = seq.cached_tokens;
+  sum.cached_tokens = seq.reuse.cached();
+  sum.reuse = seq.reuse;
+  sum.prompt_logprobs = std::move(seq.prompt_logprobs);
   sum.generated_tokens = seq.generated;
   const bool was_admitted = seq.admitted != Clock::time_point{};
   sum.queue_s = seconds_between(seq.submitted, was_admitted ? seq.admitted : now);

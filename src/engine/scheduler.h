@@ -162,13 +162,19 @@ class Scheduler {
  private:
   struct Sequence;
   using SequencePtr = std::unique_ptr<Sequence>;
+  // A row of logits the forward pass returns: a decode step's (prompt_pos
+  // -1) or a prompt row's.
+  struct OutputRow {
+    Sequence* seq = nullptr;
+    int32_t prompt_pos = -1;
+  };
   bool step_once();
   void apply_cancellations();
   void admit();
   // Appends this step's tokens to `batch`; returns the sequences in it, in
   // the order of their KvView index, and those that want logits in row order.
-  void build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<Sequence*>& outputs);
-  void sample_outputs(const std::vector<Sequence*>& outputs, std::span<float> logits);
+  void build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs);
+  void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
   // Releases the sequence's blocks and calls its done callback.
   void finish(Sequence& seq, const std::string& reason, const std::string& error = {});
   void remove_finished();

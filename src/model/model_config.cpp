@@ -106,4 +106,14 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   return c;
 }
 
+RopeShiftParams rope_shift_params(const ModelConfig& config) {
+  RopeShiftParams p;
+  p.head_dim = config.head_dim;
+  p.n_rot = config.n_rot;
+  p.freq_base = config.rope_freq_base;
+  p.freq_factors = config.rope_freq_factors.empty() ? nullptr : config.rope_freq_factors.data();
+  p.neox = config.rope_layout == RopeLayout::NeoX;
+  return p;
+}
+
 }  // namespace clm

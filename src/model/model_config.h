@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/rope_shift.h"
 #include "model/gguf.h"
 #include "util/error.h"
 
@@ -38,5 +39,8 @@ struct ModelConfig {
 };
 
 Result<ModelConfig> read_model_config(const GgufFile& file);
+
+// The model's RoPE as the K re-rotation kernel needs it; points into `config`.
+RopeShiftParams rope_shift_params(const ModelConfig& config);
 
 }  // namespace clm

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/reuse_plan.h"
 #include "support/run_command.h"
 #include "support/test_paths.h"
 
@@ -100,6 +101,43 @@ TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
                               " -p 'Once upon a time there was'");
   EXPECT_NE(too_long.exit_code, 0);
   EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
+TEST(Cli, ReuseFlags) {
+  const std::string model = shell_quote(test::shared_file("models/stories260K.gguf"));
+  const std::string run = cli() + " run --json --temp 0 -n 2 -m " + model + " -p 'Once upon a time there was a girl'";
+  for (const char* mode : {"off", "prefix", "shift"}) {
+    const auto r = run_command(run + " --reuse " + mode + " --min-reuse-tokens 4 --reuse-window 64 --reuse-lead 1");
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    const auto out = nlohmann::json::parse(r.out);
+    // One request on an empty cache computes its whole prompt, whatever the mode.
+    const int prompt = static_cast<int>(out["prompt_token_ids"].size());
+    EXPECT_EQ(out["cached_tokens"], 0) << mode;
+    EXPECT_EQ(out["reuse"], nlohmann::json({{"prefix", 0}, {"shift", 0}, {"recomputed", 0}, {"computed", prompt}}))
+        << mode;
+  }
+  const std::pair<const char*, const char*> bad_cases[] = {{" --reuse blend", "--reuse"},
+                                                           {" --reuse-window=-1", "--reuse-window"},
+                                                           {" --min-reuse-tokens 0", "--min-reuse-tokens"},
+                                                           {" --reuse-lead=-2", "--reuse-lead"},
+                                                           {" --no-prefix-cache --reuse shift", "--no-prefix-cache"}};
+  for (const auto& [args, named] : bad_cases) {
+    const auto r = run_command(run + args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(named), std::string::npos) << args << ": " << r.err;
+  }
+  // Every command that loads a model has the flags, with ReuseOptions'
+  // defaults.
+  for (const char* command : {"run", "chat", "serve"}) {
+    const auto help = run_command(cli() + " " + command + " --help");
+    ASSERT_EQ(help.exit_code, 0) << command;
+    for (const char* flag : {"--reuse ", "--min-reuse-tokens", "--reuse-window", "--reuse-lead", "--no-prefix-cache"})
+      EXPECT_NE(help.out.find(flag), std::string::npos) << command << " " << flag;
+    const std::string lead_line = help.out.substr(help.out.find("--reuse-lead"));
+    std::string lead = std::to_string(ReuseOptions{}.lead);
+    lead.insert(lead.begin(), '=');
+    EXPECT_NE(lead_line.substr(0, lead_line.find('\n')).find(lead), std::string::npos) << lead_line;
+  }
 }
 
 TEST(Cli, NoModelGeneratesTheSyntheticDemoOnceAndSaysSo) {

@@ -67,7 +67,7 @@ TEST(ServerMetrics, NamesAndValues) {
   ServerMetrics m;
   m.record_request("/v1/completions", 200);
   m.record_request("/v1/completions", 400);
-  m.record_generation("/v1/completions", 20, 16, 5, 0.3, 0.02);
+  m.record_generation("/v1/completions", 20, 16, ReuseCounts{12, 4, 1, 3}, 5, 0.3, 0.02);
   CacheStats s;
   s.blocks_total = 10;
   s.blocks_used = 2;
@@ -76,6 +76,11 @@ TEST(ServerMetrics, NamesAndValues) {
   s.block_bytes = 1024;
   s.blocks_looked_up = 4;
   s.blocks_hit = 1;
+  s.prompt_tokens = 40;
+  s.reused_tokens = 8;
+  s.shifted_tokens = 2;
+  s.spans_reused = 3;
+  s.plans_stale = 1;
   m.update_cache(s);
   m.update_scheduler(1, 2);
   const auto t = parse(m.render());
@@ -84,6 +89,14 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(t.sum("clmcache_prompt_tokens_total"), 20.0);
   EXPECT_EQ(t.sum("clmcache_cached_tokens_total"), 16.0);
   EXPECT_EQ(t.sum("clmcache_generated_tokens_total"), 5.0);
+  EXPECT_EQ(t.sum("clmcache_prompt_tokens_by_reuse_total", {{"kind", "prefix"}}), 12.0);
+  EXPECT_EQ(t.sum("clmcache_prompt_tokens_by_reuse_total", {{"kind", "shift"}}), 4.0);
+  EXPECT_EQ(t.sum("clmcache_prompt_tokens_by_reuse_total", {{"kind", "recomputed"}}), 1.0);
+  EXPECT_EQ(t.sum("clmcache_prompt_tokens_by_reuse_total", {{"kind", "computed"}}), 3.0);
+  EXPECT_EQ(t.sum("clmcache_prompt_tokens_by_reuse_total"), 20.0);
+  EXPECT_EQ(t.sum("clmcache_kv_reuse_rate"), 0.25);
+  EXPECT_EQ(t.sum("clmcache_kv_spans_reused_total"), 3.0);
+  EXPECT_EQ(t.sum("clmcache_kv_plans_stale_total"), 1.0);
   EXPECT_EQ(t.sum("clmcache_request_duration_seconds_count", {{"endpoint", "/v1/completions"}}), 1.0);
   EXPECT_EQ(t.sum("clmcache_time_to_first_token_seconds_count"), 1.0);
   EXPECT_EQ(t.sum("clmcache_kv_blocks", {{"state", "free"}}), 5.0);
@@ -92,6 +105,13 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(t.sum("clmcache_kv_memory_used_bytes"), 5.0 * 1024);
   EXPECT_EQ(t.sum("clmcache_requests_queued"), 2.0);
   for (const auto& [name, type] : t.types) EXPECT_TRUE(name.starts_with("clmcache_")) << name;
+  // Mirrored totals never go back, even if an older snapshot is scraped.
+  s.spans_reused = 2;
+  m.update_cache(s);
+  EXPECT_EQ(parse(m.render()).sum("clmcache_kv_spans_reused_total"), 3.0);
+  s.spans_reused = 5;
+  m.update_cache(s);
+  EXPECT_EQ(parse(m.render()).sum("clmcache_kv_spans_reused_total"), 5.0);
 }
 
 TEST(ApiKey, BearerMustMatchExactly) {

@@ -225,6 +225,137 @@ TEST(OpenAiRequest, CompletionPromptForms) {
   EXPECT_EQ(completion_error({{"prompt", 5}}).status, 400);
   EXPECT_EQ(completion_error({{"prompt", json::array()}}).status, 400);
   EXPECT_EQ(completion_error({{"prompt", {"a", "b"}}}).status, 422);
+  EXPECT_TRUE(a->prompt_ids.empty());
+}
+
+TEST(OpenAiRequest, CompletionPromptAsTokenIds) {
+  RequestDefaults d = defaults();
+  d.n_vocab = 512;
+  auto flat = parse_completion_request({{"prompt", {1, 400, 0, 511}}}, d);
+  ASSERT_TRUE(flat) << flat.error().message;
+  EXPECT_EQ(flat->prompt_ids, (std::vector<int32_t>{1, 400, 0, 511}));
+  EXPECT_EQ(flat->prompt, "");
+  auto nested = parse_completion_request({{"prompt", json::array({json::array({7, 8})})}}, d);
+  ASSERT_TRUE(nested) << nested.error().message;
+  EXPECT_EQ(nested->prompt_ids, (std::vector<int32_t>{7, 8}));
+
+  auto error = [&](json prompt) {
+    auto r = parse_completion_request({{"prompt", prompt}}, d);
+    EXPECT_FALSE(r.has_value()) << prompt.dump();
+    return r ? ApiError{} : r.error();
+  };
+  // Outside the vocabulary, negative, or too large for any integer type.
+  for (json bad : {json{1, 512}, json{-1}, json{1, 18446744073709551615ull}, json::array({json{3, 600}})}) {
+    const ApiError e = error(bad);
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "prompt");
+    EXPECT_EQ(e.code, "out_of_range") << bad.dump();
+    EXPECT_NE(e.message.find("not a token id"), std::string::npos) << e.message;
+  }
+  EXPECT_NE(error({1, 512}).message.find("'prompt[1]' is 512"), std::string::npos);
+  EXPECT_NE(error(json::array({json{3, 600}})).message.find("'prompt[0][1]' is 600"), std::string::npos);
+  // Not integers, or mixed with text.
+  for (json bad : {json{1, 2.5}, json{1, "a"}, json{1, true}, json{1, json{2}}, json::array({json{"a"}})}) {
+    const ApiError e = error(bad);
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "prompt");
+    EXPECT_EQ(e.code, "invalid_type") << bad.dump();
+  }
+  EXPECT_EQ(error({"a", 1}).code, "invalid_type");
+  EXPECT_EQ(error(json::array({json{1}, 2})).code, "invalid_type");
+  // Empty: no ids at all.
+  EXPECT_EQ(error(json::array()).status, 400);
+  EXPECT_EQ(error(json::array({json::array()})).status, 400);
+  // Several prompts are valid OpenAI, not implemented here.
+  EXPECT_EQ(error(json::array({json{1}, json{2}})).status, 422);
+  // Without a known vocabulary only the sign and size are checked here; the
+  // server checks the rest against its model.
+  auto unknown = parse_completion_request({{"prompt", {1, 100000}}}, defaults());
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->prompt_ids, (std::vector<int32_t>{1, 100000}));
+}
+
+TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
+  for (const auto& [text, mode] : {std::pair{"off", ReuseMode::Off}, std::pair{"prefix", ReuseMode::Prefix},
+                                   std::pair{"shift", ReuseMode::Shift}}) {
+    json chat = chat_body();
+    chat["reuse"] = text;
+    auto c = parse_chat_request(chat, defaults());
+    ASSERT_TRUE(c) << text;
+    EXPECT_EQ(c->reuse, mode);
+    auto p = parse_completion_request({{"prompt", "x"}, {"reuse", text}}, defaults());
+    ASSERT_TRUE(p) << text;
+    EXPECT_EQ(p->reuse, mode);
+  }
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->reuse.has_value());
+  json null_reuse = chat_body();
+  null_reuse["reuse"] = nullptr;
+  EXPECT_FALSE(parse_chat_request(null_reuse, defaults())->reuse.has_value());
+  for (json bad : {json("blend"), json("Prefix"), json(""), json(1), json(true), json::array({"prefix"})}) {
+    json body = chat_body();
+    body["reuse"] = bad;
+    const ApiError e = chat_error(body);
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "reuse");
+    EXPECT_NE(e.message.find("'reuse'"), std::string::npos) << e.message;
+    EXPECT_EQ(completion_error({{"prompt", "x"}, {"reuse", bad}}).param, "reuse");
+  }
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", "blend"}}).code,
+            "invalid_value");
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", 3}}).code, "invalid_type");
+}
+
+TEST(OpenAiRequest, EchoLogprobsAndTokenIdNames) {
+  auto score = parse_completion_request(
+      {{"prompt", {1, 2, 3}}, {"echo", true}, {"logprobs", 5}, {"max_tokens", 0}, {"return_tokens_as_token_ids", true}},
+      defaults());
+  ASSERT_TRUE(score) << score.error().message;
+  EXPECT_TRUE(score->echo);
+  EXPECT_TRUE(score->logprobs);
+  EXPECT_EQ(score->top_logprobs, 5);
+  EXPECT_EQ(score->max_tokens, 0);
+  EXPECT_TRUE(score->return_tokens_as_token_ids);
+  auto plain = parse_completion_request({{"prompt", "x"}}, defaults());
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->echo);
+  EXPECT_FALSE(plain->return_tokens_as_token_ids);
+  // Echo without logprobs just repeats the prompt's text.
+  auto echo_only = parse_completion_request({{"prompt", "x"}, {"echo", true}}, defaults());
+  ASSERT_TRUE(echo_only);
+  EXPECT_TRUE(echo_only->echo);
+  EXPECT_FALSE(echo_only->logprobs);
+  // Token-id names also apply to chat logprobs.
+  json chat = chat_body();
+  chat["logprobs"] = true;
+  chat["return_tokens_as_token_ids"] = true;
+  auto c = parse_chat_request(chat, defaults());
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->return_tokens_as_token_ids);
+
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"echo", 1}}).param, "echo");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"echo", "yes"}}).code, "invalid_type");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"return_tokens_as_token_ids", 1}}).param,
+            "return_tokens_as_token_ids");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"echo", true}, {"logprobs", 21}}).code, "out_of_range");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"echo", true}, {"logprobs", -1}}).code, "out_of_range");
+  // The prompt's logprobs exist only at the end, so echo is not streamed.
+  const ApiError streamed = completion_error({{"prompt", "x"}, {"echo", true}, {"stream", true}});
+  EXPECT_EQ(streamed.status, 422);
+  EXPECT_EQ(streamed.param, "echo");
+  EXPECT_TRUE(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"stream", true}}, defaults()));
+}
+
+TEST(OpenAiRequest, ZeroMaxTokensOnlyForCompletions) {
+  auto zero = parse_completion_request({{"prompt", "x"}, {"max_tokens", 0}}, defaults());
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->max_tokens, 0);
+  auto zero_new = parse_completion_request({{"prompt", "x"}, {"max_completion_tokens", 0}}, defaults());
+  ASSERT_TRUE(zero_new);
+  EXPECT_EQ(zero_new->max_tokens, 0);
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"max_tokens", -1}}).code, "out_of_range");
+  json chat = chat_body();
+  chat["max_tokens"] = 0;
+  EXPECT_EQ(chat_error(chat).code, "out_of_range");
 }
 
 TEST(OpenAiRequest, CompletionLogprobsIsACount) {

@@ -20,7 +20,7 @@ TEST(OpenAiResponse, IdsHaveTheEndpointPrefixAndDiffer) {
 }
 
 TEST(OpenAiResponse, ChatCompletionObject) {
-  const Usage usage{10, 4, 8};
+  const Usage usage{10, 4, 8, ReuseCounts{6, 2, 1, 1}};
   const json j = completion_response(meta(ApiEndpoint::Chat), "Hello", "stop", usage, nullptr);
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["model"], "stories260K");
@@ -35,12 +35,14 @@ TEST(OpenAiResponse, ChatCompletionObject) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 4);
   EXPECT_EQ(j["usage"]["total_tokens"], 14);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 8);
+  EXPECT_EQ(j["usage"]["prompt_tokens_details"]["reuse"],
+            json({{"prefix", 6}, {"shift", 2}, {"recomputed", 1}, {"computed", 1}}));
 }
 
 TEST(OpenAiResponse, TextCompletionObjectWithLogprobs) {
-  const std::vector<TokenLogprob> lps = {{"Once", -0.5f, {{"Once", -0.5f}, {"The", -1.5f}}},
-                                         {" upon", -0.25f, {{" upon", -0.25f}}}};
-  const json j = completion_response(meta(ApiEndpoint::Completion), "Once upon", "length", {3, 2, 0}, &lps);
+  const std::vector<TokenLogprob> lps = {{"Once", -0.5f, {{"Once", -0.5f}, {"The", -1.5f}}, std::nullopt},
+                                         {" upon", -0.25f, {{" upon", -0.25f}}, std::nullopt}};
+  const json j = completion_response(meta(ApiEndpoint::Completion), "Once upon", "length", {3, 2, 0, {}}, &lps);
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["choices"][0]["text"], "Once upon");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
@@ -52,7 +54,7 @@ TEST(OpenAiResponse, TextCompletionObjectWithLogprobs) {
 }
 
 TEST(OpenAiResponse, ChatLogprobsLayout) {
-  const std::vector<TokenLogprob> lps = {{"Hi", -0.125f, {{"Hi", -0.125f}, {"Yo", -2.0f}}}};
+  const std::vector<TokenLogprob> lps = {{"Hi", -0.125f, {{"Hi", -0.125f}, {"Yo", -2.0f}}, std::nullopt}};
   const json j = completion_response(meta(ApiEndpoint::Chat), "Hi", "stop", {}, &lps);
   const json& c = j["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(c.size(), 1u);
@@ -82,13 +84,14 @@ TEST(OpenAiResponse, ChatChunks) {
   const json c = stream_chunk(m, last);
   EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
   EXPECT_TRUE(c["choices"][0]["delta"].empty());
-  const json u = usage_chunk(m, {5, 2, 1});
+  const json u = usage_chunk(m, {5, 2, 1, ReuseCounts{1, 0, 0, 4}});
   EXPECT_TRUE(u["choices"].empty());
   EXPECT_EQ(u["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
+  EXPECT_EQ(u["usage"]["prompt_tokens_details"]["reuse"]["computed"], 4);
 }
 
 TEST(OpenAiResponse, CompletionChunkOffsets) {
-  const std::vector<TokenLogprob> lps = {{"a", -1.0f, {}}, {"bc", -2.0f, {}}};
+  const std::vector<TokenLogprob> lps = {{"a", -1.0f, {}, std::nullopt}, {"bc", -2.0f, {}, std::nullopt}};
   StreamChunk chunk;
   chunk.text = "abc";
   chunk.logprobs = &lps;
@@ -97,6 +100,48 @@ TEST(OpenAiResponse, CompletionChunkOffsets) {
   EXPECT_EQ(j["object"], "text_completion");
   EXPECT_EQ(j["choices"][0]["text"], "abc");
   EXPECT_EQ(j["choices"][0]["logprobs"]["text_offset"], json({10, 11}));
+}
+
+// Echo with logprobs: the prompt's tokens come first; the first and the
+// reused ones have no distribution and show null in both lists.
+TEST(OpenAiResponse, LegacyLogprobsWithUnscoredPromptTokens) {
+  const std::vector<TokenLogprob> lps = {
+      {"", std::nullopt, {}, std::nullopt},                                   // BOS: nothing predicts it
+      {" Once", std::nullopt, {}, std::nullopt},                              // predecessor reused
+      {" upon", -0.5f, {{" upon", -0.5f}, {" a", -1.25f}}, std::nullopt},     // prompt, scored
+      {" a", -0.75f, {}, std::nullopt},                                       // generated, no alternatives
+  };
+  const json j = completion_response(meta(ApiEndpoint::Completion), " Once upon a", "length",
+                                     {3, 1, 1, ReuseCounts{1, 0, 0, 2}}, &lps);
+  const json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"", " Once", " upon", " a"}));
+  EXPECT_EQ(lp["token_logprobs"], json({nullptr, nullptr, -0.5, -0.75}));
+  ASSERT_EQ(lp["top_logprobs"].size(), 4u);
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][1].is_null());
+  EXPECT_EQ(lp["top_logprobs"][2], json({{" upon", -0.5}, {" a", -1.25}}));
+  EXPECT_EQ(lp["top_logprobs"][3], json::object());
+  EXPECT_EQ(lp["text_offset"], json({0, 0, 5, 10}));
+  EXPECT_EQ(j["choices"][0]["text"], " Once upon a");
+  const json& u = j["usage"];
+  const json& r = u["prompt_tokens_details"]["reuse"];
+  EXPECT_EQ(r["prefix"].get<int>() + r["shift"].get<int>() + r["recomputed"].get<int>() + r["computed"].get<int>(),
+            u["prompt_tokens"].get<int>());
+}
+
+// return_tokens_as_token_ids: the names change, the text offsets still count
+// the tokens' text.
+TEST(OpenAiResponse, TokenIdNamesKeepTextOffsets) {
+  const std::vector<TokenLogprob> lps = {
+      {"token_id:1", std::nullopt, {}, std::size_t{0}},
+      {"token_id:403", -0.5f, {{"token_id:403", -0.5f}, {"token_id:7", -2.0f}}, std::size_t{5}},
+      {"token_id:9", -1.0f, {{"token_id:9", -1.0f}}, std::size_t{2}},
+  };
+  const json j = completion_response(meta(ApiEndpoint::Completion), "", "length", {}, &lps);
+  const json& lp = j["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"], json({"token_id:1", "token_id:403", "token_id:9"}));
+  EXPECT_EQ(lp["top_logprobs"][1], json({{"token_id:403", -0.5}, {"token_id:7", -2.0}}));
+  EXPECT_EQ(lp["text_offset"], json({0, 0, 5}));
 }
 
 TEST(Sse, EventsAndDone) {

@@ -99,7 +99,7 @@ class CacheHarness {
   // writes their K/V, as a forward pass would.
   void append(CachedSequence& seq, std::span<const int32_t> tokens) {
     for (int32_t token : tokens) {
-      const int32_t slot = manager_->append(seq, token, seq.table.n_slots());
+      const int32_t slot = manager_->append(seq, token);
       const SlotStamp s = expected_stamp(seq.table.tokens(), static_cast<std::size_t>(slot), seq.context.cache_namespace);
       std::memcpy(slot_address(seq, slot), &s, sizeof s);
     }

@@ -38,6 +38,7 @@ struct Rig {
     pool = std::move(*p);
     CacheOptions co;
     co.prefix_caching = o.prefix_caching;
+    co.rope = rope_shift_params(c);
     cache = std::make_unique<KvCacheManager>(*pool, model_fingerprint(m.file()), co);
     scheduler = std::make_unique<Scheduler>(m, *cache, threads, o.scheduler);
   }

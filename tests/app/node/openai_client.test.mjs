@@ -1,7 +1,8 @@
 // The official `openai` npm client against the real `clmcache serve`: model
 // list, chat completions whole and streamed (async iteration over chunks),
 // completions whole and streamed, prefix-cache hits reported in
-// usage.prompt_tokens_details.cached_tokens, and errors as APIError.
+// usage.prompt_tokens_details.cached_tokens, scoring a token-id prompt with
+// echo + logprobs, and errors as APIError.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -108,6 +109,34 @@ test('completion, whole then repeated, reports cached prompt tokens', async () =
   assert.ok(second.usage.prompt_tokens_details.cached_tokens >= 32, JSON.stringify(second.usage));
   assert.ok(second.usage.prompt_tokens_details.cached_tokens <= second.usage.prompt_tokens);
   assert.equal(second.choices[0].text, first.choices[0].text);
+});
+
+test('legacy completions score token ids with echo + logprobs and max_tokens 0', async () => {
+  // The prompt's ids, read back as token_id:N names.
+  const score = { model: kModelId, echo: true, logprobs: 2, max_tokens: 0, temperature: 0 };
+  const byText = await client.completions.create({
+    ...score, prompt: kStory, reuse: 'off', return_tokens_as_token_ids: true,
+  });
+  const ids = byText.choices[0].logprobs.tokens.map((t) => Number(t.slice('token_id:'.length)));
+  assert.equal(ids.length, byText.usage.prompt_tokens);
+  const scored = await client.completions.create({ ...score, prompt: ids, reuse: 'off' });
+  const choice = scored.choices[0];
+  assert.equal(choice.text, kStory);
+  assert.equal(choice.finish_reason, 'length');
+  assert.equal(scored.usage.completion_tokens, 0);
+  const lp = choice.logprobs;
+  assert.equal(lp.tokens.length, ids.length);
+  assert.equal(lp.token_logprobs.length, ids.length);
+  assert.equal(lp.token_logprobs[0], null);
+  assert.equal(lp.top_logprobs[0], null);
+  // Nothing was reused, so every later position has its distribution.
+  for (let i = 1; i < ids.length; ++i) {
+    assert.equal(typeof lp.token_logprobs[i], 'number', `position ${i}`);
+    assert.equal(Object.keys(lp.top_logprobs[i]).length, 2, `position ${i}`);
+  }
+  const reuse = scored.usage.prompt_tokens_details.reuse;
+  assert.equal(reuse.prefix + reuse.shift + reuse.recomputed + reuse.computed, scored.usage.prompt_tokens);
+  assert.equal(reuse.computed, scored.usage.prompt_tokens);
 });
 
 test('streamed completion equals the whole one', async () => {
