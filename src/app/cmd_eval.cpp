@@ -50,6 +50,7 @@ int eval_reuse(ReuseEvalFlags& f) {
   }
   auto r = run_reuse_eval(f.options, *cases);
   if (!r) {
+    if (f.options.on_case) std::fprintf(stderr, "\n");  // end the progress line
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
     return 1;
   }
