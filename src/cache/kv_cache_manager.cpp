@@ -87,11 +87,7 @@ int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, 
   // With no room asked for beyond the prefix, the only block apply() may
   // need is the partial copy; without it the prefix is whole blocks only.
   if (apply(seq, p, prompt, cache_namespace, p.prefix_tokens) == ApplyStatus::Ok) return seq.table.n_slots();
-  ReusePlan whole = p;
-  whole.partial_source = kNoBlock;
-  whole.partial_tokens = 0;
-  whole.prefix_tokens = static_cast<int32_t>(whole.prefix_blocks.size()) * block_size_;
-  whole.compute = {{whole.prefix_tokens, static_cast<int32_t>(prompt.size())}};
+  const ReusePlan whole = p.shared_blocks_only(static_cast<int>(prompt.size()), block_size_);
   CLM_CHECK(apply(seq, whole, prompt, cache_namespace, whole.prefix_tokens) == ApplyStatus::Ok,
             "attaching shared blocks needs no room");
   return seq.table.n_slots();

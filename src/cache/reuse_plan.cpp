@@ -28,4 +28,15 @@ ReuseCounts ReusePlan::counts(int prompt_tokens) const {
   return c;
 }
 
+ReusePlan ReusePlan::shared_blocks_only(int prompt_tokens, int block_size) const {
+  ReusePlan p;
+  p.mode = mode;
+  p.prefix_blocks = prefix_blocks;
+  p.prefix_keys = prefix_keys;
+  p.prefix_generations = prefix_generations;
+  p.prefix_tokens = static_cast<int32_t>(prefix_blocks.size()) * block_size;
+  if (p.prefix_tokens < prompt_tokens) p.compute.push_back({p.prefix_tokens, prompt_tokens});
+  return p;
+}
+
 }  // namespace clm

@@ -90,6 +90,9 @@ struct ReusePlan {
   std::vector<TokenRange> compute;
 
   ReuseCounts counts(int prompt_tokens) const;
+  // The same plan reduced to its shared prefix blocks: nothing copied, so
+  // it pins no source and needs the least room.
+  ReusePlan shared_blocks_only(int prompt_tokens, int block_size) const;
 };
 
 }  // namespace clm

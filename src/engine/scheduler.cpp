@@ -278,11 +278,17 @@ void Scheduler::admit() {
     const std::span<const int32_t> prompt = s.request.prompt;
     ReuseOptions reuse = options_.reuse;
     if (s.request.reuse) reuse.mode = *s.request.reuse;
-    const ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse);
+    ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse);
     // Planned and applied back to back on this thread, so no source can be
     // evicted in between; NoRoom leaves the cache as it was.
-    const ApplyStatus applied =
-        cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, s.admission_tokens(options_.n_ctx));
+    const int capacity = s.admission_tokens(options_.n_ctx);
+    ApplyStatus applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
+    if (applied == ApplyStatus::NoRoom && running_.empty()) {
+      // Nothing running will free memory: the copied sources, pinned while
+      // they are copied, are what does not fit. Take the shared blocks alone.
+      plan = plan.shared_blocks_only(s.n_prompt, cache_.pool().geometry().block_size);
+      applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
+    }
     CLM_CHECK(applied != ApplyStatus::Stale, "a plan went stale before it was applied");
     if (applied == ApplyStatus::NoRoom) break;
     s.reuse = plan.counts(s.n_prompt);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -56,6 +57,24 @@ inline CacheOptions whole_blocks_only() {
   CacheOptions o;
   o.partial_block_reuse = false;
   return o;
+}
+
+// Spans can be shifted: a RoPE that rotates nothing (n_rot 0), so a copied
+// slot keeps the stamp of the place it was computed at, which is what shows
+// a shifted slot handed out where an exact one was promised.
+inline CacheOptions shifting() {
+  CacheOptions o;
+  o.rope.head_dim = tiny_geometry().head_dim;
+  o.rope.n_rot = 0;
+  return o;
+}
+
+inline ReuseOptions shift_options(int min_reuse_tokens = 4, int lead = 0) {
+  ReuseOptions r;
+  r.mode = ReuseMode::Shift;
+  r.min_reuse_tokens = min_reuse_tokens;
+  r.lead = lead;
+  return r;
 }
 
 class CacheHarness {
@@ -113,6 +132,28 @@ class CacheHarness {
     append(seq, prompt.subspan(static_cast<std::size_t>(attached)));
     manager_->commit(seq);
     return attached;
+  }
+
+  // plan + apply + "compute" the plan's ranges + commit, with room for the
+  // prompt alone. Returns the plan, or nullopt if apply refused it (then
+  // `seq` is untouched).
+  std::optional<ReusePlan> run_plan(CachedSequence& seq, std::span<const int32_t> prompt, const ReuseOptions& options,
+                                    uint64_t cache_namespace = 0) {
+    ReusePlan plan = manager_->plan(prompt, cache_namespace, options);
+    if (manager_->apply(seq, plan, prompt, cache_namespace, static_cast<int>(prompt.size())) != ApplyStatus::Ok)
+      return std::nullopt;
+    for (const TokenRange& r : plan.compute)
+      for (int32_t pos = r.begin; pos < r.end; ++pos) {
+        int32_t slot = pos;
+        if (pos < seq.table.n_slots())
+          manager_->fill(seq, slot, pos);
+        else
+          slot = manager_->append(seq, prompt[static_cast<std::size_t>(pos)]);
+        const SlotStamp st = expected_stamp(seq.table.tokens(), static_cast<std::size_t>(slot), seq.context.cache_namespace);
+        std::memcpy(slot_address(seq, slot), &st, sizeof st);
+      }
+    manager_->commit(seq);
+    return plan;
   }
 
   // Every slot of `seq` holds the K/V its own tokens would produce.
