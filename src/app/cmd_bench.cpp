@@ -10,6 +10,7 @@
 #include "memory_bench.h"
 #include "model/synthetic_model.h"
 #include "model_bench.h"
+#include "reuse_bench.h"
 
 namespace clm {
 
@@ -44,8 +45,9 @@ struct DialogueBenchFlags {
   std::string json_path;  // also write the JSON here
 };
 
-// The default model of the dialogue benchmark: a synthetic llama of about
-// 110M parameters in Q8_0, written once into the user's cache directory.
+// The default model of the dialogue and reuse benchmarks: a synthetic llama
+// of about 110M parameters in Q8_0, written once into the user's cache
+// directory.
 Result<std::string> default_bench_model() {
   const std::string path = user_cache_dir() + "/models/synthetic-110m-q8_0.gguf";
   if (std::filesystem::exists(path)) return path;
@@ -60,33 +62,69 @@ Result<std::string> default_bench_model() {
   return path;
 }
 
-int bench_dialogue(DialogueBenchFlags& f) {
-  if (f.options.model_path.empty()) {
-    auto path = default_bench_model();
-    if (!path) {
-      std::fprintf(stderr, "clmcache: %s\n", path.error().message.c_str());
+// Prints the results (Markdown or JSON) and also writes the JSON to
+// json_path if one is given.
+template <class Options, class Results>
+int report(const Options& options, const Results& results, const std::string& format, const std::string& json_path) {
+  if (format == "json")
+    std::cout << to_json(options, results).dump(2) << "\n";
+  else
+    std::cout << to_markdown(options, results);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << to_json(options, results).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "clmcache: cannot write %s\n", json_path.c_str());
       return 1;
     }
-    f.options.model_path = *path;
   }
+  return 0;
+}
+
+// Fills an empty model path with the default benchmark model.
+bool resolve_bench_model(std::string& model_path) {
+  if (!model_path.empty()) return true;
+  auto path = default_bench_model();
+  if (!path) {
+    std::fprintf(stderr, "clmcache: %s\n", path.error().message.c_str());
+    return false;
+  }
+  model_path = *path;
+  return true;
+}
+
+int bench_dialogue(DialogueBenchFlags& f) {
+  if (!resolve_bench_model(f.options.model_path)) return 1;
   auto r = run_dialogue_bench(f.options);
   if (!r) {
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
     return 1;
   }
-  if (f.format == "json")
-    std::cout << to_json(f.options, *r).dump(2) << "\n";
-  else
-    std::cout << to_markdown(f.options, *r);
-  if (!f.json_path.empty()) {
-    std::ofstream out(f.json_path);
-    out << to_json(f.options, *r).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "clmcache: cannot write %s\n", f.json_path.c_str());
+  return report(f.options, *r, f.format, f.json_path);
+}
+
+struct ReuseBenchFlags {
+  ReuseBenchOptions options;
+  std::string format = "md";
+  std::string json_path;    // also write the JSON here
+  std::string dump_prompts;  // write the prompts here instead of measuring
+};
+
+int bench_reuse(ReuseBenchFlags& f) {
+  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!f.dump_prompts.empty()) {
+    if (auto ok = dump_reuse_prompts(f.options, f.dump_prompts); !ok) {
+      std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
       return 1;
     }
+    return 0;
   }
-  return 0;
+  auto r = run_reuse_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  return report(f.options, *r, f.format, f.json_path);
 }
 
 }  // namespace
@@ -129,6 +167,30 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   dialogue->add_option("-o,--output", df->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   dialogue->add_option("--json", df->json_path, "also write the results as JSON to this file");
   dialogue->callback([df, &exit_code] { exit_code = bench_dialogue(*df); });
+
+  auto rf = std::make_shared<ReuseBenchFlags>();
+  ReuseBenchOptions& ro = rf->options;
+  CLI::App* reuse =
+      bench->add_subcommand("reuse", "non-prefix reuse: TTFT of an edited, extended or shortened cached conversation");
+  reuse->add_option("-m,--model", ro.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  reuse->add_option("-t,--threads", ro.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  reuse->add_option("--block-size", ro.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  reuse->add_option("--batch", ro.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  reuse->add_option("--tokens", ro.prompt_tokens, "tokens of the cached conversation, BOS included")
+      ->check(CLI::Range(3, 1 << 20));
+  reuse->add_option("--edit", ro.edit_tokens, "tokens replaced at the start, inserted in the middle, deleted at the start")
+      ->check(CLI::Range(1, 1 << 20));
+  reuse->add_option("-r,--repetitions", ro.repetitions, "measured runs of each mode in each scenario")
+      ->check(CLI::Range(1, 1000));
+  reuse->add_option("--reuse-lead", ro.reuse_lead, "shift mode computes the first K tokens of each reused span")
+      ->check(CLI::Range(0, 1 << 20));
+  reuse->add_option("--agree", ro.agree_tokens, "greedy tokens generated and compared with mode off")
+      ->check(CLI::Range(1, 1024));
+  reuse->add_option("-o,--output", rf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
+  reuse->add_option("--dump-prompts", rf->dump_prompts,
+                    "write the prompts as token ids ({base, edit, insert, delete}) to this file and measure nothing");
+  reuse->callback([rf, &exit_code] { exit_code = bench_reuse(*rf); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
   CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");
