@@ -104,13 +104,13 @@ ApplyStatus KvCacheManager::apply(CachedSequence& seq, const ReusePlan& plan, st
   // Slots up to the last span: copied ones get their position now, the
   // others wait empty for the forward pass.
   for (int32_t at = plan.prefix_tokens; at < extent; ++at) t.append(prompt[static_cast<std::size_t>(at)], kEmptySlot);
-  zero_empty_slots(t, plan.prefix_tokens, extent);
   for (const ReuseSpan& s : plan.spans) {
     copy_span(s, t);
     counters_.shifted_tokens += static_cast<uint64_t>(s.length - s.lead);
     counters_.recomputed_tokens += static_cast<uint64_t>(s.lead);
     ++counters_.spans_reused;
   }
+  zero_empty_slots(t, plan.prefix_tokens, extent);  // what stays empty until computed
   for (BlockId id : sources) {
     meta(id).last_access = now();
     unpin(id);

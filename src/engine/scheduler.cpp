@@ -432,8 +432,11 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
     sum.note = note_or_error;
   }
   {
+    // The snapshot is refreshed before anyone hears of the end, so that a
+    // client reading /stats after its response sees its own request.
     std::lock_guard lock(mu_);
     ++stats_.requests_finished;
+    cache_stats_ = cache_.stats();
   }
   if (seq.on_done) seq.on_done(sum);
 }
