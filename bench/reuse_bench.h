@@ -27,7 +27,7 @@ struct ReuseBenchOptions {
   int prompt_tokens = 2000;  // the cached conversation, BOS included
   int edit_tokens = 100;     // tokens replaced, inserted or deleted
   int repetitions = 5;
-  int reuse_lead = 0;        // ReuseOptions::lead of shift mode
+  int reuse_lead = ReuseOptions{}.lead;  // of shift mode
   int agree_tokens = 8;      // greedy tokens generated and compared with mode off
 };
 
