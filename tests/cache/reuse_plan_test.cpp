@@ -23,6 +23,13 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
   return a;
 }
 
+// Runs `prompt` to completion and releases it: its blocks stay cached.
+void warm(CacheHarness& h, const std::vector<int32_t>& prompt, uint64_t cache_namespace = 0) {
+  CachedSequence seq(kBlockSize);
+  ASSERT_TRUE(h.run_plan(seq, prompt, shift_options(), cache_namespace));
+  h.cache().release(seq);
+}
+
 // The tiles of a plan: prefix, then compute ranges and spans' copied parts
 // in order, covering the prompt exactly once.
 void expect_tiles(const ReusePlan& p, int n) {
@@ -47,9 +54,7 @@ void expect_tiles(const ReusePlan& p, int n) {
 TEST(ReusePlan, FindsTheUnchangedTextAfterAnEditedStart) {
   CacheHarness h(32, shifting());
   const auto a = iota_tokens(1, 40);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
-  h.cache().release(sa);
+  warm(h, a);
 
   // The first three tokens change: nothing is an exact prefix any more.
   const auto b = concat({97, 98, 99}, std::vector<int32_t>(a.begin() + 3, a.end()));
@@ -108,9 +113,7 @@ TEST(ReusePlan, ShiftedSlotsAreCopiesAndTheSourceIsUntouched) {
 TEST(ReusePlan, ApproximateBlocksAreNeverHandedOutAsAnExactPrefix) {
   CacheHarness h(64, shifting());
   const auto a = iota_tokens(1, 30);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
-  h.cache().release(sa);
+  warm(h, a);
   const auto b = concat({300, 301, 302, 303, 304, 305}, std::vector<int32_t>(a.begin() + 2, a.end()));
   const std::size_t cached_before = h.cache().stats().blocks_cached;
   CachedSequence sb(kBlockSize);
@@ -135,9 +138,7 @@ TEST(ReusePlan, ApproximateBlocksAreNeverHandedOutAsAnExactPrefix) {
 TEST(ReusePlan, SpansStartAndEndInsideBlocksAndCrossThem) {
   CacheHarness h(64, shifting());
   const auto a = iota_tokens(1, 33);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
-  h.cache().release(sa);
+  warm(h, a);
   // a[6..19): starts inside block 1, ends inside block 4.
   std::vector<int32_t> b{400, 401, 402};
   b.insert(b.end(), a.begin() + 6, a.begin() + 19);
@@ -159,9 +160,7 @@ TEST(ReusePlan, SpansStartAndEndInsideBlocksAndCrossThem) {
 TEST(ReusePlan, ShortSpansWindowAndLeadAreHonoured) {
   CacheHarness h(64, shifting());
   const auto a = iota_tokens(1, 40);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
-  h.cache().release(sa);
+  warm(h, a);
   // Two pieces of a: 6 tokens and 20 tokens, separated by new ones.
   std::vector<int32_t> b{600, 601};
   b.insert(b.end(), a.begin() + 2, a.begin() + 8);
@@ -195,9 +194,7 @@ TEST(ReusePlan, ShortSpansWindowAndLeadAreHonoured) {
 TEST(ReusePlan, SpansNeverCrossNamespaces) {
   CacheHarness h(64, shifting());
   const auto a = iota_tokens(1, 30);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options(), 1));
-  h.cache().release(sa);
+  warm(h, a, 1);
   const auto b = concat({700, 701, 702}, std::vector<int32_t>(a.begin() + 3, a.end()));
   EXPECT_TRUE(h.cache().plan(b, 0, shift_options()).spans.empty());
   EXPECT_FALSE(h.cache().plan(b, 1, shift_options()).spans.empty());
@@ -206,9 +203,7 @@ TEST(ReusePlan, SpansNeverCrossNamespaces) {
 TEST(ReusePlan, APlanWhoseSourceWasEvictedIsStaleAndChangesNothing) {
   CacheHarness h(32, shifting());
   const auto a = iota_tokens(1, 30);
-  CachedSequence sa(kBlockSize);
-  ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
-  h.cache().release(sa);
+  warm(h, a);
   const auto b = concat({800, 801, 802}, std::vector<int32_t>(a.begin() + 3, a.end()));
   const ReusePlan p = h.cache().plan(b, 0, shift_options());
   ASSERT_FALSE(p.spans.empty());
