@@ -24,6 +24,7 @@
 #include "cache/span_index.h"
 #include "kernels/rope_shift.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace clm {
 
@@ -44,6 +45,9 @@ struct CacheOptions {
   // The model's RoPE, to re-rotate K of spans reused at another position
   // (head_dim 0: shifting is unavailable and plans never contain spans).
   RopeShiftParams rope;
+  // Copies of shifted spans are spread over these threads (null: the
+  // caller's thread alone). Never used while a forward pass runs on them.
+  ThreadPool* threads = nullptr;
 };
 
 // One live sequence's KV: its block table, the keys of its leading full

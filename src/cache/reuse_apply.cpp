@@ -146,6 +146,18 @@ void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
   const KvGeometry& g = pool_.geometry();
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
   const std::size_t row = hd * g.elem_bytes();
+  // One job per piece and destination block; each copies its rows of every
+  // layer and head. Jobs write disjoint rows, so they may run in parallel.
+  struct Job {
+    const std::byte* src_block;
+    int32_t src;
+    std::byte* dst_block;
+    int32_t dst_row;
+    int32_t n;
+    std::size_t table;  // into tables
+  };
+  std::vector<Job> jobs;
+  std::vector<RopeShiftTable> tables;
   int32_t dst = span.dst_begin;
   int32_t skip = span.lead;  // the lead is computed, not copied
   for (const SpanPiece& piece : span.pieces) {
@@ -158,30 +170,40 @@ void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
     skip -= drop;
     if (left == 0) continue;
     const int32_t delta = dst - (piece.src_pos + (src - piece.offset));
-    const RopeShiftTable table = make_rope_shift_table(options_.rope, delta);
-    const std::byte* src_block = pool_.block_data(piece.block);
+    tables.push_back(make_rope_shift_table(options_.rope, delta));
     while (left > 0) {  // one run per destination block
       const int32_t dst_row = dst % g.block_size;
       const int32_t n = std::min(left, g.block_size - dst_row);
-      std::byte* dst_block = t.view().blocks[static_cast<std::size_t>(dst / g.block_size)];
-      for (int layer = 0; layer < g.n_layers; ++layer)
-        for (int h = 0; h < g.n_kv_heads; ++h) {
-          const std::byte* sk = src_block + g.k_offset(layer, h) + static_cast<std::size_t>(src) * row;
-          std::byte* dk = dst_block + g.k_offset(layer, h) + static_cast<std::size_t>(dst_row) * row;
-          if (delta == 0)
-            std::memcpy(dk, sk, static_cast<std::size_t>(n) * row);
-          else
-            rope_shift_rows(sk, dk, g.type, n, hd, options_.rope, table);
-          std::memcpy(dst_block + g.v_offset(layer, h) + static_cast<std::size_t>(dst_row) * row,
-                      src_block + g.v_offset(layer, h) + static_cast<std::size_t>(src) * row,
-                      static_cast<std::size_t>(n) * row);
-        }
+      jobs.push_back({pool_.block_data(piece.block), src, t.view().blocks[static_cast<std::size_t>(dst / g.block_size)],
+                      dst_row, n, tables.size() - 1});
       for (int32_t i = 0; i < n; ++i) t.set_position(dst + i, dst + i);
       src += n;
       dst += n;
       left -= n;
     }
   }
+  auto run = [&](std::size_t begin, std::size_t end) {
+    for (std::size_t j = begin; j < end; ++j) {
+      const Job& job = jobs[j];
+      const RopeShiftTable& table = tables[job.table];
+      const std::size_t bytes = static_cast<std::size_t>(job.n) * row;
+      for (int layer = 0; layer < g.n_layers; ++layer)
+        for (int h = 0; h < g.n_kv_heads; ++h) {
+          const std::byte* sk = job.src_block + g.k_offset(layer, h) + static_cast<std::size_t>(job.src) * row;
+          std::byte* dk = job.dst_block + g.k_offset(layer, h) + static_cast<std::size_t>(job.dst_row) * row;
+          if (table.delta == 0)
+            std::memcpy(dk, sk, bytes);
+          else
+            rope_shift_rows(sk, dk, g.type, job.n, hd, options_.rope, table);
+          std::memcpy(job.dst_block + g.v_offset(layer, h) + static_cast<std::size_t>(job.dst_row) * row,
+                      job.src_block + g.v_offset(layer, h) + static_cast<std::size_t>(job.src) * row, bytes);
+        }
+    }
+  };
+  if (options_.threads != nullptr && jobs.size() > 1)
+    options_.threads->parallel_for(jobs.size(), run);
+  else
+    run(0, jobs.size());
 }
 
 }  // namespace clm

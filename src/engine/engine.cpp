@@ -53,6 +53,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   cache.hot_after_hits = options.cache_hot_after_hits;
   cache.ttl_seconds = options.cache_ttl_s;
   cache.rope = rope_shift_params(e->model_->config());
+  cache.threads = e->threads_.get();
   e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;

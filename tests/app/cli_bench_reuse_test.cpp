@@ -79,7 +79,7 @@ TEST(CliBenchReuse, EachModeReusesWhatItCan) {
   const auto prompts = dump_prompts(model);
   const auto base = prompts["base"].get<std::vector<int>>();
   const auto r = run_command(cli() + " bench reuse -m " + shell_quote(model) + size_flags() +
-                             " -r 1 -t 1 --agree 4 -o json");
+                             " -r 1 -t 1 --agree 4 --reuse-lead 0 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["block_size"], kBlock);
@@ -108,7 +108,7 @@ TEST(CliBenchReuse, EachModeReusesWhatItCan) {
         continue;
       }
       EXPECT_EQ(prefix, same);
-      EXPECT_EQ(recomputed, 0);  // no --reuse-lead
+      EXPECT_EQ(recomputed, 0);  // --reuse-lead 0
       if (mode == "prefix") {
         EXPECT_EQ(shift, 0);
         // Exact reuse never changes the output.

@@ -39,6 +39,7 @@ struct Rig {
     CacheOptions co;
     co.prefix_caching = o.prefix_caching;
     co.rope = rope_shift_params(c);
+    co.threads = &threads;
     cache = std::make_unique<KvCacheManager>(*pool, model_fingerprint(m.file()), co);
     scheduler = std::make_unique<Scheduler>(m, *cache, threads, o.scheduler);
   }

@@ -115,6 +115,7 @@ TEST(ShiftReuse, LayerZeroOfAShiftedSpanIsAFreshComputationAtTheNewPositions) {
       RigOptions o;
       o.kv_type = type;
       o.block_size = 8;
+      o.threads = 2;  // the copies are spread over the pool
       Rig rig(**model, o);
       const auto span = tokens_from(5, 40, vocab);
       const auto a = join({{1}, tokens_from(100, 9, vocab), span, {7}});
