@@ -1,10 +1,11 @@
 #include "dialogue_bench.h"
 
 #include <chrono>
-#include <functional>
-#include <utility>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "cache/kv_cache_manager.h"
@@ -201,7 +202,7 @@ Result<DialogueBenchResult> run_dialogue_bench(const DialogueBenchOptions& o) {
   if (!model) return fail(model.error().message);
   ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
   DialogueBenchResult r;
-  r.model = o.model_path;
+  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
   const ModelConfig& c = (*model)->config();
   r.block_bytes = KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, KvType::F16}.block_bytes();
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <utility>
@@ -124,7 +125,7 @@ Result<ReuseBenchResult> run_reuse_bench(const ReuseBenchOptions& o) {
       {{"edit", &prompts->edit}, {"insert", &prompts->insert}, {"delete", &prompts->erase}}};
 
   ReuseBenchResult r;
-  r.model = o.model_path;
+  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
   r.n_threads = static_cast<int>((*engine)->threads().size());
   r.insert_at = prompts->insert_at;
   for (const Scenario& sc : scenarios) {
