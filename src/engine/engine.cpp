@@ -20,6 +20,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (options.max_batch_tokens <= 0) return fail("max batch tokens must be positive");
   if (options.max_running <= 0) return fail("max running sequences must be positive");
   if (options.max_queued < 0) return fail("max queued requests must not be negative");
+  if (options.reuse.min_reuse_tokens < 1) return fail("min reuse tokens must be at least 1");
+  if (options.reuse.window < 0) return fail("reuse window must not be negative");
+  if (options.reuse.lead < 0) return fail("reuse lead must not be negative");
 
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;

@@ -69,6 +69,16 @@ TEST(Engine, RefusesWhatDoesNotFitWithAClearError) {
   bad.model_path = test::shared_file("models/stories260K.gguf");
   bad.max_batch_tokens = 0;
   EXPECT_FALSE(Engine::create(bad));
+  for (int field = 0; field < 3; ++field) {
+    EngineOptions reuse;
+    reuse.model_path = bad.model_path;
+    if (field == 0) reuse.reuse.min_reuse_tokens = 0;
+    if (field == 1) reuse.reuse.window = -1;
+    if (field == 2) reuse.reuse.lead = -1;
+    const auto e = Engine::create(reuse);
+    ASSERT_FALSE(e) << "field " << field;
+    EXPECT_NE(e.error().message.find("reuse"), std::string::npos) << e.error().message;
+  }
 }
 
 }  // namespace
