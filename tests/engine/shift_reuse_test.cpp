@@ -210,6 +210,26 @@ RigOptions real_rig() {
   return o;
 }
 
+// Submits shift requests for edited(first..last) without running them.
+std::vector<RequestId> submit_edited(Rig& rig, Recorder& rec, int first, int last, int max_tokens) {
+  std::vector<RequestId> ids;
+  for (int v = first; v <= last; ++v) {
+    auto id = rec.submit(*rig.scheduler, reuse_request(edited(v), max_tokens, ReuseMode::Shift));
+    EXPECT_TRUE(id) << id.error().message;
+    if (id) ids.push_back(*id);
+  }
+  return ids;
+}
+
+// No live sequence holds a block, and every cached one can be dropped.
+void expect_nothing_held(Rig& rig) {
+  const CacheStats st = rig.cache->stats();
+  EXPECT_EQ(st.blocks_used, 0u);
+  EXPECT_EQ(st.blocks_free + st.blocks_cached, st.blocks_total);
+  rig.cache->clear_cached();
+  EXPECT_EQ(rig.pool->n_free(), rig.pool->n_blocks());
+}
+
 TEST(ShiftReuse, APrefixRequestAfterShiftedOnesIsBitwiseAColdRun) {
   Rig rig(real(), real_rig());
   run_one(rig, reuse_request(edited(0), 0, ReuseMode::Prefix));
@@ -282,12 +302,8 @@ TEST(ShiftReuse, EightRequestsShiftFromOneSourceAtOnceAndLeakNothing) {
   Rig rig(real(), o);
   run_one(rig, reuse_request(edited(0), 0, ReuseMode::Prefix));
   Recorder rec;
-  std::vector<RequestId> ids;
-  for (int v = 1; v <= 8; ++v) {
-    auto id = rec.submit(*rig.scheduler, reuse_request(edited(v), 3, ReuseMode::Shift));
-    ASSERT_TRUE(id) << id.error().message;
-    ids.push_back(*id);
-  }
+  const std::vector<RequestId> ids = submit_edited(rig, rec, 1, 8, 3);
+  ASSERT_EQ(ids.size(), 8u);
   rig.scheduler->run_until_idle();
   for (RequestId id : ids) {
     ASSERT_EQ(rec.done[id].size(), 1u);
@@ -297,11 +313,7 @@ TEST(ShiftReuse, EightRequestsShiftFromOneSourceAtOnceAndLeakNothing) {
     EXPECT_EQ(s.reuse.total(), s.prompt_tokens);
     EXPECT_EQ(s.cached_tokens, s.reuse.prefix + s.reuse.shift);
   }
-  const CacheStats st = rig.cache->stats();
-  EXPECT_EQ(st.blocks_used, 0u);
-  EXPECT_EQ(st.blocks_free + st.blocks_cached, st.blocks_total);
-  rig.cache->clear_cached();
-  EXPECT_EQ(rig.pool->n_free(), rig.pool->n_blocks());
+  expect_nothing_held(rig);
 }
 
 TEST(ShiftReuse, CancellingWhileTheShiftedPromptIsComputedLeaksNothing) {
@@ -319,9 +331,7 @@ TEST(ShiftReuse, CancellingWhileTheShiftedPromptIsComputedLeaksNothing) {
   rig.scheduler->run_until_idle();
   ASSERT_EQ(rec.done[*id].size(), 1u);
   EXPECT_EQ(rec.done[*id].front().stop_reason, "cancelled");
-  EXPECT_EQ(rig.cache->stats().blocks_used, 0u);
-  rig.cache->clear_cached();
-  EXPECT_EQ(rig.pool->n_free(), rig.pool->n_blocks());
+  expect_nothing_held(rig);
 }
 
 TEST(ShiftReuse, AStarvedPoolQueuesShiftedRequestsInsteadOfFailing) {
@@ -331,19 +341,15 @@ TEST(ShiftReuse, AStarvedPoolQueuesShiftedRequestsInsteadOfFailing) {
   Rig rig(real(), o);
   run_one(rig, reuse_request(edited(0), 0, ReuseMode::Prefix));
   Recorder rec;
-  std::vector<RequestId> ids;
-  for (int v = 1; v <= 3; ++v) {
-    auto id = rec.submit(*rig.scheduler, reuse_request(edited(v), 2, ReuseMode::Shift));
-    ASSERT_TRUE(id);
-    ids.push_back(*id);
-  }
+  const std::vector<RequestId> ids = submit_edited(rig, rec, 1, 3, 2);
+  ASSERT_EQ(ids.size(), 3u);
   rig.scheduler->run_until_idle();
   for (RequestId id : ids) {
     ASSERT_EQ(rec.done[id].size(), 1u);
     EXPECT_EQ(rec.done[id].front().stop_reason, "length");
     EXPECT_EQ(rec.done[id].front().generated_tokens, 2);
   }
-  EXPECT_EQ(rig.cache->stats().blocks_used, 0u);
+  expect_nothing_held(rig);
 }
 
 }  // namespace
