@@ -129,8 +129,7 @@ Status KvCacheManager::reserve(CachedSequence& seq, int n) {
 }
 
 int32_t KvCacheManager::append(CachedSequence& seq, int32_t token) {
-  const int32_t slot = seq.table.append(token, seq.next_pos++);
-  return slot;
+  return seq.table.append(token, seq.next_pos++);
 }
 
 void KvCacheManager::fill(CachedSequence& seq, int32_t slot, int32_t pos) {

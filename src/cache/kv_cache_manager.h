@@ -134,7 +134,6 @@ class KvCacheManager {
   void clear_cached();
 
   CacheStats stats() const;
-  const CacheOptions& options() const { return options_; }
 
  private:
   enum class Level : uint8_t { Normal = 0, Hot = 1 };
