@@ -63,7 +63,8 @@ uint64_t Model::weight_bytes() const {
   return total;
 }
 
-Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size) const {
+Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size,
+                          std::size_t deviation_size) const {
   const KvGeometry& g = kv.geometry;
   if (g.n_layers != config_.n_layers || g.n_kv_heads != config_.n_kv_heads || g.head_dim != config_.head_dim)
     return fail("forward: KV geometry does not match the model");
@@ -79,25 +80,38 @@ Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logi
       return fail("forward: batch token " + std::to_string(i) + " has slot outside its sequence");
     if (s.slot_positions[static_cast<std::size_t>(t.slot)] != t.pos)
       return fail("forward: slot position does not match token position");
+    if (t.probe && t.want_logits) return fail("forward: a probe token cannot return logits");
   }
+  const std::size_t n_probes = static_cast<std::size_t>(batch.n_probes());
+  if (n_probes > 0 && (batch.probe_layer < 1 || batch.probe_layer >= config_.n_layers))
+    return fail("forward: probe layer " + std::to_string(batch.probe_layer) + " outside 1.." +
+                std::to_string(config_.n_layers - 1));
+  if (deviation_size < n_probes) return fail("forward: probe deviation buffer too small");
   const std::size_t need = static_cast<std::size_t>(batch.n_outputs()) * static_cast<std::size_t>(config_.n_vocab);
   if (logits_size < need) return fail("forward: logits buffer too small");
   return {};
 }
 
-Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool) {
-  if (auto ok = check_batch(batch, kv, logits.size()); !ok) return ok;
+Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool,
+                      std::span<float> probe_deviation) {
+  if (auto ok = check_batch(batch, kv, logits.size(), probe_deviation.size()); !ok) return ok;
   if (batch.empty()) return {};
   const ModelConfig& c = config_;
   const KvGeometry& g = kv.geometry;
-  const std::size_t T = batch.tokens.size();
   const std::size_t E = static_cast<std::size_t>(c.n_embd);
   const std::size_t Q = static_cast<std::size_t>(c.n_heads * c.head_dim);
   const std::size_t KV = static_cast<std::size_t>(c.n_kv_heads * c.head_dim);
   const std::size_t F = static_cast<std::size_t>(c.n_ff);
-  const int n = static_cast<int>(T);
+  const std::size_t H = static_cast<std::size_t>(c.n_heads);
   std::size_t max_slots = 0;
   for (const auto& s : kv.seqs) max_slots = std::max(max_slots, s.slot_positions.size());
+
+  // The rows still being computed: every token, until the probes leave at
+  // the probe layer. Each row's arithmetic depends only on its own inputs
+  // and the cache, so dropping rows changes nothing for the others.
+  std::span<const BatchToken> rows = batch.tokens;
+  std::size_t T = rows.size();
+  const bool has_probes = batch.n_probes() > 0;
 
   grow(s_.x, T * E);            // [T][E] residual stream
   grow(s_.xn, T * E);           // [T][E] normed input / sublayer output
@@ -107,26 +121,29 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.attn, T * Q);         // [T][n_heads][head_dim] attention output
   grow(s_.ffn_gate, T * F);     // [T][F]
   grow(s_.ffn_up, T * F);       // [T][F]
+  const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
+  bool by_head = false;
   // A few tokens (decode) are too few to keep every thread busy, so their
   // attention is split by head too; heads are computed alike either way.
-  const std::size_t H = static_cast<std::size_t>(c.n_heads);
-  const bool by_head = T < 4 * static_cast<std::size_t>(pool.size());
-  const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
-  if (by_head) grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
-  s_.att_groups.clear();
-  for (std::size_t t = 0; t < T; ++t) {
-    const std::size_t last = s_.att_groups.empty() ? 0 : s_.att_groups.back();
-    if (t == 0 || batch.tokens[t].seq != batch.tokens[last].seq ||
-        t - last == static_cast<std::size_t>(kMaxGroupQueries))
-      s_.att_groups.push_back(t);
-  }
-  s_.att_groups.push_back(T);
+  // Otherwise consecutive tokens of one sequence attend as a group.
+  auto arrange_attention = [&] {
+    by_head = T < 4 * static_cast<std::size_t>(pool.size());
+    if (by_head) grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
+    s_.att_groups.clear();
+    for (std::size_t t = 0; t < T; ++t) {
+      const std::size_t last = s_.att_groups.empty() ? 0 : s_.att_groups.back();
+      if (t == 0 || rows[t].seq != rows[last].seq || t - last == static_cast<std::size_t>(kMaxGroupQueries))
+        s_.att_groups.push_back(t);
+    }
+    s_.att_groups.push_back(T);
+  };
+  arrange_attention();
   float* x = s_.x.data();
   float* xn = s_.xn.data();
 
   for (std::size_t t = 0; t < T; ++t) {
     const WeightMatrix& emb = weights_.token_embd;
-    dequantize_row(emb.type, emb.data + static_cast<std::size_t>(batch.tokens[t].token) * emb.row_bytes, x + t * E, E);
+    dequantize_row(emb.type, emb.data + static_cast<std::size_t>(rows[t].token) * emb.row_bytes, x + t * E, E);
   }
 
   // The row-wise steps between matmuls, spread over the pool by token.
@@ -138,9 +155,20 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   const bool neox = c.rope_layout == RopeLayout::NeoX;
   const float* freq_factors = c.rope_freq_factors.empty() ? nullptr : c.rope_freq_factors.data();
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // probe_rank[t]: where batch row t's deviation goes (rows are still in
+  // batch order when the probes are measured).
+  std::vector<int32_t> probe_rank;
+  if (has_probes) {
+    probe_rank.resize(T, -1);
+    int32_t next = 0;
+    for (std::size_t t = 0; t < T; ++t)
+      if (rows[t].probe) probe_rank[t] = next++;
+  }
 
   for (int layer = 0; layer < c.n_layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+    const bool measure = has_probes && layer == batch.probe_layer;
+    const int n = static_cast<int>(T);
 
     // Attention sublayer.
     per_token([&](std::size_t t) { rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E); });
@@ -155,19 +183,32 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         add_bias(kt, w.bk, static_cast<int>(KV));
         add_bias(vt, w.bv, static_cast<int>(KV));
       }
-      const BatchToken& bt = batch.tokens[t];
+      const BatchToken& bt = rows[t];
       rope(qt, c.n_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);
       rope(kt, c.n_kv_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);
       // K/V go to the cache before anyone attends, so every token, in this
       // batch or a later one, reads the same stored (possibly f16) values.
       const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
-      write_kv(kt, vt, g, layer, sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)], bt.slot % g.block_size);
+      std::byte* block = sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)];
+      if (measure && bt.probe) {
+        probe_deviation[static_cast<std::size_t>(probe_rank[t])] =
+            static_cast<float>(kv_deviation(kt, vt, g, layer, block, bt.slot % g.block_size));
+      } else {
+        write_kv(kt, vt, g, layer, block, bt.slot % g.block_size);
+      }
     });
+    if (measure) {
+      T = drop_probes(rows);
+      if (T == 0) return {};  // probes only: nothing more to compute
+      rows = s_.rows;
+      arrange_attention();
+    }
+    const int n_rows = static_cast<int>(T);
     if (by_head) {
       pool.parallel_for(T * H, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
           const std::size_t t = i / H;
-          const BatchToken& bt = batch.tokens[t];
+          const BatchToken& bt = rows[t];
           const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
           attend_paged_head(s_.q.data() + t * Q, c.n_heads, static_cast<int>(i % H), g, layer, sv.blocks.data(),
                             sv.slot_positions.data(), static_cast<int>(sv.slot_positions.size()), bt.pos, scale,
@@ -175,8 +216,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         }
       });
     } else {
-      // Consecutive tokens of one sequence attend as a group, so each K/V
-      // row is read once per group and head rather than once per token.
+      // Each K/V row is read once per group and head rather than once per token.
       const std::vector<std::size_t>& starts = s_.att_groups;
       const std::size_t n_groups = starts.size() - 1;
       pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
@@ -190,8 +230,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
           const std::size_t t = starts[gi];
           const int n_q = static_cast<int>(starts[gi + 1] - t);
           int32_t pos[kMaxGroupQueries];
-          for (int r = 0; r < n_q; ++r) pos[r] = batch.tokens[t + static_cast<std::size_t>(r)].pos;
-          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(batch.tokens[t].seq)];
+          for (int r = 0; r < n_q; ++r) pos[r] = rows[t + static_cast<std::size_t>(r)].pos;
+          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(rows[t].seq)];
           attend_paged_head_group(s_.q.data() + t * Q, Q, n_q, c.n_heads, static_cast<int>(i % H), g, layer,
                                   sv.blocks.data(), sv.slot_positions.data(),
                                   static_cast<int>(sv.slot_positions.size()), pos, scale, s_.attn.data() + t * Q, Q,
@@ -199,7 +239,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         }
       });
     }
-    matmul(w.wo, s_.attn.data(), n, xn, pool);
+    matmul(w.wo, s_.attn.data(), n_rows, xn, pool);
     per_token([&](std::size_t t) {
       add_in_place(x + t * E, xn + t * E, E);
       rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
@@ -207,11 +247,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
 
     // Feed-forward sublayer (SwiGLU).
     const MatmulOutput gate_up[] = {{&w.w_gate, s_.ffn_gate.data()}, {&w.w_up, s_.ffn_up.data()}};
-    matmul_shared_input(gate_up, xn, n, pool);
+    matmul_shared_input(gate_up, xn, n_rows, pool);
     per_token([&](std::size_t t) {
       silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F));
     });
-    matmul(w.w_down, s_.ffn_gate.data(), n, xn, pool);
+    matmul(w.w_down, s_.ffn_gate.data(), n_rows, xn, pool);
     per_token([&](std::size_t t) { add_in_place(x + t * E, xn + t * E, E); });
   }
 
@@ -221,12 +261,31 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.out_rows, n_out * E);  // [n_out][E]
   std::size_t row = 0;
   for (std::size_t t = 0; t < T; ++t) {
-    if (!batch.tokens[t].want_logits) continue;
+    if (!rows[t].want_logits) continue;
     rmsnorm(x + t * E, weights_.output_norm, c.n_embd, c.rms_eps, s_.out_rows.data() + row * E);
     ++row;
   }
   matmul(weights_.output, s_.out_rows.data(), static_cast<int>(n_out), logits.data(), pool);
   return {};
+}
+
+std::size_t Model::drop_probes(std::span<const BatchToken> rows) {
+  const std::size_t E = static_cast<std::size_t>(config_.n_embd);
+  const std::size_t Q = static_cast<std::size_t>(config_.n_heads * config_.head_dim);
+  std::vector<BatchToken> kept;
+  kept.reserve(rows.size());
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    if (rows[t].probe) continue;
+    const std::size_t to = kept.size();
+    if (to != t) {
+      // Only the residual and the query move on: K/V are in the cache already.
+      std::copy_n(s_.x.data() + t * E, E, s_.x.data() + to * E);
+      std::copy_n(s_.q.data() + t * Q, Q, s_.q.data() + to * Q);
+    }
+    kept.push_back(rows[t]);
+  }
+  s_.rows = std::move(kept);
+  return s_.rows.size();
 }
 
 }  // namespace clm

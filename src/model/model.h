@@ -45,12 +45,19 @@ class Model {
   // Runs one forward call. For every token, writes its K/V into its slot and
   // attends to its sequence's slots at positions <= its own. Logits of the
   // rows with want_logits are written in batch order to `logits`
-  // ([n_outputs][n_vocab]). Not reentrant: one call at a time per Model.
-  Status forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool);
+  // ([n_outputs][n_vocab]). Probe tokens (batch.h) stop at the probe layer;
+  // their deviations go, in batch order, to `probe_deviation`
+  // ([n_probes]). Not reentrant: one call at a time per Model.
+  Status forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool,
+                 std::span<float> probe_deviation = {});
 
  private:
   Model() = default;
-  Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size) const;
+  Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size,
+                     std::size_t deviation_size) const;
+  // Moves the non-probe rows of the scratch buffers (residual, queries) to
+  // the front and their tokens to s_.rows; returns how many remain.
+  std::size_t drop_probes(std::span<const BatchToken> rows);
 
   GgufFile file_;
   ModelConfig config_;
@@ -61,6 +68,7 @@ class Model {
   struct Scratch {
     std::vector<float> x, xn, q, k, v, attn, ffn_gate, ffn_up, out_rows, att_scores;
     std::vector<std::size_t> att_groups;  // first batch token of each attention group, then T
+    std::vector<BatchToken> rows;         // the rows left once probes have stopped
   } s_;
 };
 
