@@ -11,7 +11,7 @@
 #include "model/gguf.h"
 #include "model/model_config.h"
 #include "model/tokenizer.h"
-#include "prefill_flops.h"
+#include "model/prefill_flops.h"
 #include "token_overlap.h"
 
 namespace clm {

@@ -8,6 +8,14 @@
 
 namespace clm {
 
+namespace {
+
+std::string blend_ratio_error(const std::string& text) {
+  return "--blend-ratio must be a number in [0, 1] or \"auto\", not '" + text + "'";
+}
+
+}  // namespace
+
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("-m,--model", f.model, "GGUF model file (default: $CLMCACHE_MODEL, else a synthetic demo model)");
   cmd.add_option("-c,--ctx-size", f.n_ctx, "context size in tokens")->check(CLI::Range(1, 1 << 24));
@@ -22,8 +30,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                                 "(--reuse off only changes the default)");
   auto* reuse = cmd.add_option("--reuse", f.reuse_mode,
                                "how prompts reuse cached K/V unless a request says otherwise: off, prefix (exact), "
-                               "or shift (also spans found elsewhere, K re-rotated; approximate)")
-                    ->check(CLI::IsMember({"off", "prefix", "shift"}))
+                               "shift (also spans found elsewhere, K re-rotated; approximate), or blend (shift, "
+                               "then recompute the copied tokens whose K/V deviate most)")
+                    ->check(CLI::IsMember({"off", "prefix", "shift", "blend"}))
                     ->capture_default_str();
   no_cache->excludes(reuse);
   cmd.add_option("--min-reuse-tokens", f.reuse.min_reuse_tokens, "shortest span that shift mode reuses, in tokens")
@@ -36,6 +45,11 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--reuse-lead", f.reuse.lead,
                  "shift mode computes the first K tokens of each reused span instead of copying them")
       ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  cmd.add_option("--blend-ratio", f.blend_ratio,
+                 "blend mode recomputes this share of the copied tokens, most deviant first; \"auto\" picks "
+                 "the share per prompt from the deviations")
+      ->check([](const std::string& v) { return parse_blend_ratio(v) ? std::string() : blend_ratio_error(v); })
       ->capture_default_str();
   cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
@@ -80,6 +94,9 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   // CLI11 has checked the name, so the lookup cannot fail.
   options.reuse.mode = parse_reuse_mode(f.reuse_mode).value_or(ReuseOptions{}.mode);
   if (f.no_prefix_cache) options.reuse.mode = ReuseMode::Off;
+  const BlendChoice blend = parse_blend_ratio(f.blend_ratio).value_or(BlendChoice{});
+  options.reuse.blend_ratio = blend.ratio;
+  options.reuse.blend_adaptive = blend.adaptive;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
   options.kv_memory_mb = f.kv_memory_mb;
   options.max_running = f.parallel;

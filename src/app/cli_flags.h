@@ -29,6 +29,8 @@ struct EngineFlags {
   int max_queued = 256;  // set by serve's --max-queued
   // --reuse and its span-search limits; the defaults are ReuseOptions'.
   std::string reuse_mode = std::string(to_string(ReuseOptions{}.mode));
+  // --blend-ratio: a share in [0, 1], or "auto" for the adaptive choice.
+  std::string blend_ratio = "0.15";
   ReuseOptions reuse;
 };
 

@@ -101,6 +101,8 @@ int run(const RunFlags& f) {
         {"model_fingerprint", fingerprint_hex(engine->fingerprint())},
         {"cached_tokens", stats->cached_tokens},
         {"reuse", reuse_json(stats->reuse)},
+        {"blend_probed", stats->blend_probed},
+        {"prefill_flops", stats->prefill_flops},
         {"timings",
          {{"time_to_first_token_ms", stats->time_to_first_token_s * 1e3},
           {"prompt_tokens_per_second", prefill_tps},

@@ -57,6 +57,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.reuse = r.reuse;
+  if (r.blend) {
+    sr.blend_ratio = r.blend->ratio;
+    sr.blend_adaptive = r.blend->adaptive;
+  }
   sr.sampler = r.sampler;
   auto stream = TokenStream::open(scheduler, std::move(sr));
   if (!stream) {
@@ -137,7 +141,8 @@ std::string GenerationJob::finish_reason() const {
 }
 
 Usage GenerationJob::usage() const {
-  return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens, summary_.reuse};
+  return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens, summary_.reuse, summary_.blend_probed,
+          summary_.prefill_flops};
 }
 
 TokenLogprob GenerationJob::logprob_entry(int32_t id, std::optional<float> logprob,

@@ -112,10 +112,26 @@ Check check_model(const json& body, const RequestDefaults& d, std::string& out) 
 Check read_reuse(const json& body, std::optional<ReuseMode>& out) {
   const json* v = field(body, "reuse");
   if (!v) return std::nullopt;
-  if (!v->is_string()) return type_error("reuse", "a string: \"off\", \"prefix\" or \"shift\"");
+  if (!v->is_string()) return type_error("reuse", "a string: \"off\", \"prefix\", \"shift\" or \"blend\"");
   out = parse_reuse_mode(v->get_ref<const std::string&>());
   if (!out)
-    return invalid_field_error("reuse", "'reuse' must be \"off\", \"prefix\" or \"shift\", not " + v->dump());
+    return invalid_field_error("reuse",
+                               "'reuse' must be \"off\", \"prefix\", \"shift\" or \"blend\", not " + v->dump());
+  return std::nullopt;
+}
+
+Check read_blend_ratio(const json& body, std::optional<BlendChoice>& out) {
+  const json* v = field(body, "blend_ratio");
+  if (!v) return std::nullopt;
+  if (v->is_string()) {
+    if (v->get_ref<const std::string&>() != "auto")
+      return invalid_field_error("blend_ratio", "'blend_ratio' must be a number in [0, 1] or \"auto\", not " + v->dump());
+    out = parse_blend_ratio("auto");
+    return std::nullopt;
+  }
+  float ratio = 0.0f;
+  if (auto e = read_number(body, "blend_ratio", 0.0, 1.0, ratio)) return e;
+  out = BlendChoice{ratio, false};
   return std::nullopt;
 }
 
@@ -164,6 +180,7 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
   }
   if (auto e = read_string(body, "session_id", 256, r.session_id)) return e;
   if (auto e = read_reuse(body, r.reuse)) return e;
+  if (auto e = read_blend_ratio(body, r.blend)) return e;
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   return std::nullopt;
 }

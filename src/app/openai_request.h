@@ -43,6 +43,7 @@ struct GenerationRequest {
   bool include_usage = false;         // stream_options.include_usage
   std::string session_id;             // extension: keep this conversation's prefix resident
   std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
+  std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
 };
 

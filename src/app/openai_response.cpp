@@ -79,7 +79,11 @@ json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}, {"reuse", reuse_json(u.reuse)}}}};
+          {"prompt_tokens_details",
+           {{"cached_tokens", u.cached_tokens},
+            {"reuse", reuse_json(u.reuse)},
+            {"blend_probed", u.blend_probed},
+            {"prefill_flops", u.prefill_flops}}}};
 }
 
 json completion_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,

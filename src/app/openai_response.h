@@ -34,6 +34,8 @@ struct Usage {
   int completion_tokens = 0;
   int cached_tokens = 0;  // prompt tokens reused from the KV cache, not computed (reuse.prefix + reuse.shift)
   ReuseCounts reuse;      // where each prompt token's K/V came from; sums to prompt_tokens
+  int blend_probed = 0;        // prompt tokens blend's first pass probed
+  double prefill_flops = 0.0;  // arithmetic the prompt cost, probes included
 };
 
 // What every object of one response shares.

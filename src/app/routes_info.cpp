@@ -42,7 +42,8 @@ json reuse_options_json(const ReuseOptions& r) {
   return {{"mode", std::string(to_string(r.mode))},
           {"min_reuse_tokens", r.min_reuse_tokens},
           {"window", r.window},
-          {"lead", r.lead}};
+          {"lead", r.lead},
+          {"blend_ratio", r.blend_adaptive ? json("auto") : json(r.blend_ratio)}};
 }
 
 json scheduler_json(const SchedulerStats& s) {
@@ -51,6 +52,9 @@ json scheduler_json(const SchedulerStats& s) {
           {"requests_finished", s.requests_finished},
           {"generated_tokens", s.generated_tokens},
           {"prompt_tokens_computed", s.prompt_tokens_computed},
+          {"blend_probed_tokens", s.blend_probed_tokens},
+          {"blend_recomputed_tokens", s.blend_recomputed_tokens},
+          {"prefill_flops", s.prefill_flops},
           {"ttft_p50_s", s.ttft_p50_s},
           {"ttft_p95_s", s.ttft_p95_s},
           {"tokens_per_second", s.tokens_per_second}};
@@ -95,7 +99,7 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
   server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     const EngineCacheStats stats = ctx.engine.cache_stats();
     ctx.metrics.update_cache(stats.cache);
-    ctx.metrics.update_scheduler(stats.scheduler.running, stats.scheduler.queued);
+    ctx.metrics.update_scheduler(stats.scheduler);
     res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
 }

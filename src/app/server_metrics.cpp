@@ -23,12 +23,16 @@ ServerMetrics::ServerMetrics() {
   r.define_gauge("clmcache_kv_block_hit_rate", "share of looked-up prompt blocks found resident");
   r.define_gauge("clmcache_kv_token_hit_rate", "share of prompt tokens attached from the prefix cache");
   r.define_gauge("clmcache_kv_reuse_rate", "share of prompt tokens not computed: exact prefix plus shifted spans");
-  r.define_counter("clmcache_kv_spans_reused_total", "spans copied from elsewhere in the cache (reuse mode shift)");
+  r.define_counter("clmcache_kv_spans_reused_total", "spans copied from elsewhere in the cache (reuse modes shift and blend)");
   r.define_counter("clmcache_kv_plans_stale_total", "reuse plans whose source was evicted before they were applied");
   r.define_gauge("clmcache_kv_memory_used_bytes", "bytes of KV blocks in use or cached");
   r.define_gauge("clmcache_kv_memory_capacity_bytes", "bytes of the whole KV pool");
   r.define_gauge("clmcache_requests_running", "generations decoding now");
   r.define_gauge("clmcache_requests_queued", "generations waiting for KV memory");
+  r.define_counter("clmcache_blend_probed_tokens_total",
+                   "prompt tokens run through blend's first pass (layer 0 and the next layer's K/V projections)");
+  r.define_counter("clmcache_blend_recomputed_tokens_total", "copied prompt tokens blend chose to recompute");
+  r.define_counter("clmcache_prefill_flops_total", "arithmetic finished requests' prompts cost, blend probes included");
 }
 
 void ServerMetrics::record_request(const std::string& endpoint, int status) {
@@ -61,9 +65,12 @@ void ServerMetrics::update_cache(const CacheStats& s) {
   registry_.set("clmcache_kv_memory_capacity_bytes", {}, static_cast<double>(s.blocks_total * s.block_bytes));
 }
 
-void ServerMetrics::update_scheduler(int running, int queued) {
-  registry_.set("clmcache_requests_running", {}, running);
-  registry_.set("clmcache_requests_queued", {}, queued);
+void ServerMetrics::update_scheduler(const SchedulerStats& s) {
+  registry_.set("clmcache_requests_running", {}, s.running);
+  registry_.set("clmcache_requests_queued", {}, s.queued);
+  registry_.set_counter("clmcache_blend_probed_tokens_total", {}, static_cast<double>(s.blend_probed_tokens));
+  registry_.set_counter("clmcache_blend_recomputed_tokens_total", {}, static_cast<double>(s.blend_recomputed_tokens));
+  registry_.set_counter("clmcache_prefill_flops_total", {}, s.prefill_flops);
 }
 
 }  // namespace clm

@@ -9,6 +9,7 @@
 #include "app/metrics_registry.h"
 #include "cache/cache_stats.h"
 #include "cache/reuse_plan.h"
+#include "engine/scheduler.h"
 
 namespace clm {
 
@@ -21,7 +22,7 @@ class ServerMetrics {
   void record_generation(const std::string& endpoint, int prompt_tokens, int cached_tokens, const ReuseCounts& reuse,
                          int generated_tokens, double latency_s, double ttft_s);
   void update_cache(const CacheStats& stats);
-  void update_scheduler(int running, int queued);
+  void update_scheduler(const SchedulerStats& s);
 
   std::string render() const { return registry_.render(); }
   const MetricsRegistry& registry() const { return registry_; }

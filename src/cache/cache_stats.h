@@ -17,7 +17,7 @@ struct CacheStats {
   uint64_t partial_block_hits = 0; // leading tokens of a cached block copied (reused_tokens counts them)
   // Non-prefix reuse (mode shift).
   uint64_t shifted_tokens = 0;     // prompt tokens copied from a span elsewhere, K re-rotated
-  uint64_t recomputed_tokens = 0;  // found in a span but computed anyway (span leads)
+  uint64_t recomputed_tokens = 0;  // found in a span but computed anyway (span leads, blend's picks)
   uint64_t spans_reused = 0;       // spans copied
   uint64_t plans_stale = 0;        // plans whose source was evicted before apply (replanned)
   // Blocks now.

@@ -132,6 +132,11 @@ int32_t KvCacheManager::append(CachedSequence& seq, int32_t token) {
   return seq.table.append(token, seq.next_pos++);
 }
 
+void KvCacheManager::count_recomputed_copies(int n) {
+  counters_.shifted_tokens -= static_cast<uint64_t>(n);
+  counters_.recomputed_tokens += static_cast<uint64_t>(n);
+}
+
 void KvCacheManager::fill(CachedSequence& seq, int32_t slot, int32_t pos) {
   seq.table.set_position(slot, pos);
   seq.next_pos = std::max(seq.next_pos, pos + 1);
@@ -140,7 +145,8 @@ void KvCacheManager::fill(CachedSequence& seq, int32_t slot, int32_t pos) {
 void KvCacheManager::commit(CachedSequence& seq) {
   BlockTable& t = seq.table;
   const auto& positions = t.positions();
-  while (seq.written < t.n_slots() && positions[static_cast<std::size_t>(seq.written)] != kEmptySlot) ++seq.written;
+  const int32_t limit = std::min(t.n_slots(), seq.final_limit);
+  while (seq.written < limit && positions[static_cast<std::size_t>(seq.written)] != kEmptySlot) ++seq.written;
   if (!options_.prefix_caching) return;
   const std::size_t bs = static_cast<std::size_t>(block_size_);
   const std::size_t n_full = static_cast<std::size_t>(seq.written) / bs;
@@ -266,6 +272,7 @@ void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   to.keys = from.keys;
   to.next_pos = from.next_pos;
   to.exact_limit = from.exact_limit;
+  to.final_limit = from.final_limit;
   to.written = from.written;
   to.n_cached_blocks = from.n_cached_blocks;
   const BlockTable& src = from.table;
@@ -290,6 +297,7 @@ void KvCacheManager::release(CachedSequence& seq) {
   seq.keys.clear();
   seq.next_pos = 0;
   seq.exact_limit = INT32_MAX;
+  seq.final_limit = INT32_MAX;
   seq.written = 0;
   seq.n_cached_blocks = 0;
 }

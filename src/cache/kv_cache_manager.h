@@ -64,7 +64,12 @@ struct CachedSequence {
   // Slots at and after this one hold or follow approximate K/V (a shifted
   // span): they are never published as an exact prefix.
   int32_t exact_limit = INT32_MAX;
-  // Leading slots whose K/V is written (the first empty slot).
+  // Slots at and after this one may still be rewritten (blend recomputes
+  // some of them after a first pass): `written` stops here, so nothing
+  // there is cached or kept yet.
+  int32_t final_limit = INT32_MAX;
+  // Leading slots whose K/V is written for good (the first empty slot, or
+  // final_limit).
   int32_t written = 0;
   // Leading full blocks already handed to the cache (exact or span-only).
   std::size_t n_cached_blocks = 0;
@@ -134,6 +139,9 @@ class KvCacheManager {
   void clear_cached();
 
   CacheStats stats() const;
+  // n tokens a plan copied were recomputed after all (blend): counted as
+  // recomputed, no longer as shifted.
+  void count_recomputed_copies(int n);
 
  private:
   enum class Level : uint8_t { Normal = 0, Hot = 1 };

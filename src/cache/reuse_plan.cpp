@@ -1,5 +1,7 @@
 #include "cache/reuse_plan.h"
 
+#include <charconv>
+
 namespace clm {
 
 std::string_view to_string(ReuseMode mode) {
@@ -7,14 +9,23 @@ std::string_view to_string(ReuseMode mode) {
     case ReuseMode::Off: return "off";
     case ReuseMode::Prefix: return "prefix";
     case ReuseMode::Shift: return "shift";
+    case ReuseMode::Blend: return "blend";
   }
   return "?";
 }
 
 std::optional<ReuseMode> parse_reuse_mode(std::string_view text) {
-  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift})
+  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift, ReuseMode::Blend})
     if (text == to_string(m)) return m;
   return std::nullopt;
+}
+
+std::optional<BlendChoice> parse_blend_ratio(std::string_view text) {
+  if (text == "auto") return BlendChoice{BlendChoice{}.ratio, true};
+  float r = 0.0f;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), r);
+  if (err != std::errc() || end != text.data() + text.size() || !(r >= 0.0f && r <= 1.0f)) return std::nullopt;
+  return BlendChoice{r, false};
 }
 
 ReuseCounts ReusePlan::counts(int prompt_tokens) const {

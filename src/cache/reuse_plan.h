@@ -21,10 +21,19 @@ enum class ReuseMode : uint8_t {
   Off,     // compute every prompt token
   Prefix,  // attach blocks whose whole preceding context is identical (bitwise exact)
   Shift,   // also copy matching spans found anywhere, K re-rotated to the new positions (approximate)
+  Blend,   // shift, then recompute the copied tokens whose K/V deviate most in the new context
 };
 
 std::string_view to_string(ReuseMode mode);
 std::optional<ReuseMode> parse_reuse_mode(std::string_view text);
+
+// Blend's share as flags and requests write it: a number in [0, 1], or
+// "auto" for the adaptive choice.
+struct BlendChoice {
+  float ratio = 0.15f;
+  bool adaptive = false;
+};
+std::optional<BlendChoice> parse_blend_ratio(std::string_view text);
 
 struct ReuseOptions {
   ReuseMode mode = ReuseMode::Prefix;
@@ -40,6 +49,13 @@ struct ReuseOptions {
   // the case sets of docs/QUALITY.md levels off while at least 90% of the
   // unchanged tokens are still reused.
   int lead = 48;
+  // Blend: the share of copied tokens recomputed, most deviant first (the
+  // deviation is measured at layer 1 after computing layer 0 in the new
+  // context; engine/blend_selection.h).
+  float blend_ratio = BlendChoice{}.ratio;
+  // Blend: pick the share per prompt from the deviations instead (the
+  // fewest tokens holding most of the deviation, blend_ratio ignored).
+  bool blend_adaptive = false;
 };
 
 // Where each prompt token's K/V came from, for one request. The four add up
@@ -47,7 +63,7 @@ struct ReuseOptions {
 struct ReuseCounts {
   int prefix = 0;      // attached (or copied) from an identical prefix, exact
   int shift = 0;       // copied from a span elsewhere, K re-rotated
-  int recomputed = 0;  // found in the cache but computed anyway (span leads)
+  int recomputed = 0;  // found in the cache but computed anyway (span leads, blend's picks)
   int computed = 0;    // not found, computed
   int cached() const { return prefix + shift; }
   int total() const { return prefix + shift + recomputed + computed; }

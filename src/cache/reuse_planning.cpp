@@ -28,7 +28,7 @@ ReusePlan KvCacheManager::plan(std::span<const int32_t> prompt, uint64_t cache_n
   const int32_t n = static_cast<int32_t>(prompt.size());
   const bool reuse = options_.prefix_caching && options.mode != ReuseMode::Off && n >= 2;
   if (reuse) plan_prefix(p, prompt, cache_namespace);
-  if (reuse && options.mode == ReuseMode::Shift && options_.rope.head_dim > 0)
+  if (reuse && options.mode >= ReuseMode::Shift && options_.rope.head_dim > 0)
     plan_spans(p, prompt, cache_namespace, options);
   int32_t at = p.prefix_tokens;
   for (const ReuseSpan& s : p.spans) {

@@ -23,6 +23,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (options.reuse.min_reuse_tokens < 1) return fail("min reuse tokens must be at least 1");
   if (options.reuse.window < 0) return fail("reuse window must not be negative");
   if (options.reuse.lead < 0) return fail("reuse lead must not be negative");
+  if (!(options.reuse.blend_ratio >= 0.0f && options.reuse.blend_ratio <= 1.0f))
+    return fail("blend ratio must be in [0, 1]");
 
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
@@ -81,6 +83,8 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.sampler = options.sampler;
   req.cache_namespace = options.cache_namespace;
   req.reuse = options.reuse;
+  req.blend_ratio = options.blend_ratio;
+  req.blend_adaptive = options.blend_adaptive;
   req.prompt_logprobs = options.prompt_logprobs;
 
   struct Wait {
@@ -119,6 +123,8 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   out.prompt_tokens = s.prompt_tokens;
   out.cached_tokens = s.cached_tokens;
   out.reuse = s.reuse;
+  out.blend_probed = s.blend_probed;
+  out.prefill_flops = s.prefill_flops;
   out.prompt_logprobs = s.prompt_logprobs;
   out.generated_tokens = s.generated_tokens;
   out.time_to_first_token_s = s.time_to_first_token_s;

@@ -54,6 +54,8 @@ struct GenerateOptions {
   SamplerParams sampler;
   uint64_t cache_namespace = 0;
   std::optional<ReuseMode> reuse;  // overrides EngineOptions::reuse.mode
+  std::optional<float> blend_ratio;    // overrides EngineOptions::reuse.blend_ratio
+  std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
 };
 
@@ -64,6 +66,8 @@ struct GenerationStats {
   int cached_tokens = 0;    // prompt tokens reused from the cache (prefix + shift)
   ReuseCounts reuse;        // where each prompt token's K/V came from
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // see RequestSummary
+  int blend_probed = 0;        // see RequestSummary
+  double prefill_flops = 0.0;  // see RequestSummary
   int generated_tokens = 0;
   double time_to_first_token_s = 0.0;
   double prefill_s = 0.0;   // admission to the first token

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/blend_selection.h"
 #include "model/logprobs.h"
 #include "util/check.h"
 
@@ -55,6 +56,20 @@ struct Scheduler::Sequence {
   std::vector<TokenRange> compute;
   std::size_t compute_range = 0;
   int32_t compute_at = 0;
+  // Blend's first pass: every prompt token of probe_region runs as a probe
+  // (model/batch.h), which also fills the layer-0 K/V of the tokens still to
+  // compute there; the copied ones (`copied`) are measured. Once the pass is
+  // complete the most deviant copied tokens join `compute`, and only then
+  // does the second pass (plain computing) begin.
+  TokenRange probe_region;
+  int32_t probe_at = 0;
+  bool blend_selected = false;
+  std::vector<TokenRange> copied;
+  std::vector<float> deviation;  // per position of probe_region
+  float blend_ratio = 0.0f;
+  bool blend_adaptive = false;
+  int blend_probed = 0;
+  double prefill_flops = 0.0;
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
   int generated = 0;
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
@@ -62,7 +77,16 @@ struct Scheduler::Sequence {
   bool finished = false;
   Clock::time_point submitted, admitted, first_token;
 
-  bool prefilling() const { return compute_range < compute.size(); }
+  bool blend_pending() const { return probe_region.end > probe_region.begin && !blend_selected; }
+  bool probing() const { return blend_pending() && probe_at < probe_region.end; }
+  bool prefilling() const { return blend_pending() || compute_range < compute.size(); }
+  // Slots from here on may still be rewritten: the whole probe region until
+  // the recompute set is known, then whatever the second pass has not
+  // reached (it computes in position order).
+  int32_t final_limit() const {
+    if (blend_pending()) return probe_region.begin;
+    return compute_range < compute.size() ? compute_at : INT32_MAX;
+  }
   // Whether the forward pass must return the logits of prompt row `pos`:
   // the last one is sampled from, the others score the next prompt token.
   bool wants_prompt_row(int32_t pos) const {
@@ -75,7 +99,7 @@ struct Scheduler::Sequence {
 };
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
-    : model_(model), cache_(cache), threads_(threads), options_(options) {
+    : model_(model), cache_(cache), threads_(threads), options_(options), flops_(model.config()) {
   CLM_CHECK(options_.max_batch_tokens > 0, "max_batch_tokens must be positive");
   CLM_CHECK(options_.max_running > 0, "max_running must be positive");
   CLM_CHECK(options_.max_queued >= 0, "max_queued must not be negative");
@@ -99,6 +123,8 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     return fail("prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
   if (request.max_tokens < 0) return fail("max_tokens must not be negative");
+  if (request.blend_ratio && !(*request.blend_ratio >= 0.0f && *request.blend_ratio <= 1.0f))
+    return fail("blend ratio must be in [0, 1]");
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
     return fail("top_logprobs must be in 0.." + std::to_string(n_vocab));
   const int block_size = cache_.pool().geometry().block_size;
@@ -213,7 +239,8 @@ bool Scheduler::step_once() {
   Batch batch;
   std::vector<Sequence*> in_batch;
   std::vector<OutputRow> outputs;
-  build_batch(batch, in_batch, outputs);
+  std::vector<ProbeRow> probes;
+  build_batch(batch, in_batch, outputs, probes);
   uint64_t prefill_tokens = 0;
   if (!batch.empty()) {
     progressed = true;
@@ -222,13 +249,16 @@ bool Scheduler::step_once() {
     for (Sequence* s : in_batch) views.push_back(s->kv.table.view());
     const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
     logits_.resize(outputs.size() * n_vocab);
+    deviation_.resize(probes.size());
     const KvView view{cache_.pool().geometry(), views};
-    if (auto ok = model_.forward(batch, view, logits_, threads_); !ok) {
+    if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_); !ok) {
       for (Sequence* s : in_batch) finish(*s, "error", ok.error().message);
     } else {
       for (const BatchToken& t : batch.tokens)
-        if (in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
+        if (!t.probe && in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
+      take_probe_results(probes, deviation_);
       for (Sequence* s : in_batch) {
+        s->kv.final_limit = s->final_limit();
         cache_.commit(s->kv);
         s->has_pending = false;  // its K/V is now in the cache
       }
@@ -294,6 +324,18 @@ void Scheduler::admit() {
     s.reuse = plan.counts(s.n_prompt);
     s.compute = plan.compute;
     s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
+    if (plan.mode == ReuseMode::Blend && !plan.spans.empty()) {
+      for (const ReuseSpan& span : plan.spans)
+        if (span.length > span.lead) s.copied.push_back({span.dst_begin + span.lead, span.dst_begin + span.length});
+      if (!s.copied.empty()) {
+        s.probe_region = {plan.prefix_tokens, s.copied.back().end};
+        s.probe_at = s.probe_region.begin;
+        s.deviation.assign(static_cast<std::size_t>(s.probe_region.end - s.probe_region.begin), 0.0f);
+        s.blend_ratio = s.request.blend_ratio.value_or(reuse.blend_ratio);
+        s.blend_adaptive = s.request.blend_adaptive.value_or(reuse.blend_adaptive);
+        s.kv.final_limit = s.final_limit();
+      }
+    }
     if (s.request.prompt_logprobs >= 0) s.prompt_logprobs.resize(static_cast<std::size_t>(s.n_prompt));
     s.admitted = Clock::now();
     running_.push_back(std::move(queue_.front()));
@@ -301,7 +343,8 @@ void Scheduler::admit() {
   }
 }
 
-void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs) {
+void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs,
+                            std::vector<ProbeRow>& probes) {
   int budget = options_.max_batch_tokens;
   auto index_of = [&](Sequence* s) {
     in_batch.push_back(s);
@@ -328,31 +371,86 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.finished || !s.prefilling() || budget == 0) continue;
-    const int32_t seq_index = index_of(&s);
-    // A new sequence's slot i holds prompt token i at position i: slots up
-    // to the last reused span exist already (empty), the rest are appended.
-    while (budget > 0 && s.prefilling()) {
-      const TokenRange range = s.compute[s.compute_range];
-      const int32_t n = std::min(range.end - s.compute_at, budget);
-      for (int32_t pos = s.compute_at; pos < s.compute_at + n; ++pos) {
-        const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
-        int32_t slot = pos;
-        if (pos < s.kv.table.n_slots()) {
-          cache_.fill(s.kv, slot, pos);
-        } else {
-          slot = cache_.append(s.kv, token);
-          CLM_CHECK(slot == pos, "prompt slots follow prompt positions");
-        }
-        const bool want = s.wants_prompt_row(pos);
-        batch.add(token, pos, seq_index, slot, want);
-        if (want) outputs.push_back({&s, pos});
-      }
-      budget -= n;
-      s.compute_at += n;
-      if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
-        s.compute_at = s.compute[s.compute_range].begin;
-    }
+    add_prompt_rows(s, index_of(&s), budget, batch, outputs, probes);
   }
+}
+
+void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Batch& batch,
+                                std::vector<OutputRow>& outputs, std::vector<ProbeRow>& probes) {
+  // A new sequence's slot i holds prompt token i at position i: slots up to
+  // the last reused span exist already (empty until filled), the rest are
+  // appended.
+  auto slot_for = [&](int32_t pos) {
+    if (pos >= s.kv.table.n_slots()) {
+      const int32_t slot = cache_.append(s.kv, s.request.prompt[static_cast<std::size_t>(pos)]);
+      CLM_CHECK(slot == pos, "prompt slots follow prompt positions");
+    } else if (s.kv.table.positions()[static_cast<std::size_t>(pos)] == kEmptySlot) {
+      cache_.fill(s.kv, pos, pos);
+    }
+    return pos;
+  };
+  while (budget > 0 && s.probing()) {
+    const int32_t n = std::min(s.probe_region.end - s.probe_at, budget);
+    for (int32_t pos = s.probe_at; pos < s.probe_at + n; ++pos) {
+      batch.add_probe(s.request.prompt[static_cast<std::size_t>(pos)], pos, seq_index, slot_for(pos));
+      probes.push_back({&s, pos});
+      s.prefill_flops += flops_.probe(pos, batch.probe_layer);
+    }
+    s.blend_probed += n;
+    budget -= n;
+    s.probe_at += n;
+  }
+  if (s.blend_pending()) return;  // the second pass waits for every deviation
+  while (budget > 0 && s.compute_range < s.compute.size()) {
+    const TokenRange range = s.compute[s.compute_range];
+    const int32_t n = std::min(range.end - s.compute_at, budget);
+    for (int32_t pos = s.compute_at; pos < s.compute_at + n; ++pos) {
+      const bool want = s.wants_prompt_row(pos);
+      batch.add(s.request.prompt[static_cast<std::size_t>(pos)], pos, seq_index, slot_for(pos), want);
+      if (want) outputs.push_back({&s, pos});
+      s.prefill_flops += flops_.token(pos);
+    }
+    budget -= n;
+    s.compute_at += n;
+    if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
+      s.compute_at = s.compute[s.compute_range].begin;
+  }
+}
+
+void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation) {
+  std::vector<Sequence*> measured;
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    Sequence& s = *probes[i].seq;
+    s.deviation[static_cast<std::size_t>(probes[i].pos - s.probe_region.begin)] = deviation[i];
+    if (measured.empty() || measured.back() != &s) measured.push_back(&s);
+  }
+  uint64_t recomputed = 0;
+  for (Sequence* sp : measured) {
+    Sequence& s = *sp;
+    if (s.finished || s.probing() || !s.blend_pending()) continue;
+    // The pass is complete: pick among the copied tokens.
+    std::vector<int32_t> positions;
+    std::vector<float> dev;
+    for (const TokenRange& r : s.copied)
+      for (int32_t pos = r.begin; pos < r.end; ++pos) {
+        positions.push_back(pos);
+        dev.push_back(s.deviation[static_cast<std::size_t>(pos - s.probe_region.begin)]);
+      }
+    std::vector<int32_t> chosen = select_for_recompute(dev, s.blend_ratio, s.blend_adaptive);
+    for (int32_t& i : chosen) i = positions[static_cast<std::size_t>(i)];
+    s.compute = add_positions(s.compute, chosen);
+    s.compute_range = 0;
+    s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
+    s.reuse.shift -= static_cast<int>(chosen.size());
+    s.reuse.recomputed += static_cast<int>(chosen.size());
+    s.blend_selected = true;
+    cache_.count_recomputed_copies(static_cast<int>(chosen.size()));
+    s.deviation = {};
+    recomputed += chosen.size();
+  }
+  std::lock_guard lock(mu_);
+  stats_.blend_probed_tokens += probes.size();
+  stats_.blend_recomputed_tokens += recomputed;
 }
 
 void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits) {
@@ -420,6 +518,8 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
   sum.cached_tokens = seq.reuse.cached();
   sum.reuse = seq.reuse;
   sum.prompt_logprobs = std::move(seq.prompt_logprobs);
+  sum.blend_probed = seq.blend_probed;
+  sum.prefill_flops = seq.prefill_flops;
   sum.generated_tokens = seq.generated;
   const bool was_admitted = seq.admitted != Clock::time_point{};
   sum.queue_s = seconds_between(seq.submitted, was_admitted ? seq.admitted : now);
@@ -436,6 +536,7 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
     // client reading /stats after its response sees its own request.
     std::lock_guard lock(mu_);
     ++stats_.requests_finished;
+    stats_.prefill_flops += seq.prefill_flops;
     cache_stats_ = cache_.stats();
   }
   if (seq.on_done) seq.on_done(sum);

@@ -29,6 +29,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/reuse_plan.h"
 #include "model/model.h"
+#include "model/prefill_flops.h"
 #include "model/sampler.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -54,9 +55,11 @@ struct Request {
   bool stop_at_end_of_generation = true;
   SamplerParams sampler;
   uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
-  // Overrides SchedulerOptions::reuse.mode for this request; a request may
-  // ask for less reuse than the server allows, never for more than Shift.
+  // Overrides SchedulerOptions::reuse.mode for this request.
   std::optional<ReuseMode> reuse;
+  // Override SchedulerOptions::reuse's blend share / adaptive choice.
+  std::optional<float> blend_ratio;
+  std::optional<bool> blend_adaptive;
   // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
   // row is computed, the log-probability of prompt[i] and the K most likely
   // tokens there (RequestSummary::prompt_logprobs).
@@ -89,6 +92,8 @@ struct RequestSummary {
   // and the positions whose predecessor was reused rather than computed are
   // empty.
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;
+  int blend_probed = 0;       // prompt tokens blend's first pass ran through its first layer(s)
+  double prefill_flops = 0.0;  // arithmetic the prompt cost (model/prefill_flops.h), probes included
   int generated_tokens = 0;
   double queue_s = 0.0;      // submit to admission
   double time_to_first_token_s = 0.0;  // submit to first token
@@ -105,6 +110,9 @@ struct SchedulerStats {
   uint64_t generated_tokens = 0;
   uint64_t prompt_tokens_computed = 0;
   uint64_t preempted = 0;          // sequences ended early because the KV cache was full
+  uint64_t blend_probed_tokens = 0;      // tokens run through blend's first pass
+  uint64_t blend_recomputed_tokens = 0;  // copied tokens blend chose to recompute
+  double prefill_flops = 0.0;            // arithmetic finished requests' prompts cost, probes included
   double ttft_p50_s = 0.0;
   double ttft_p95_s = 0.0;
   double tokens_per_second = 0.0;  // generated tokens over time spent stepping
@@ -168,12 +176,25 @@ class Scheduler {
     Sequence* seq = nullptr;
     int32_t prompt_pos = -1;
   };
+  // A probe row of the batch: its deviation goes to seq's position pos.
+  struct ProbeRow {
+    Sequence* seq = nullptr;
+    int32_t pos = 0;
+  };
   bool step_once();
   void apply_cancellations();
   void admit();
   // Appends this step's tokens to `batch`; returns the sequences in it, in
   // the order of their KvView index, and those that want logits in row order.
-  void build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs);
+  void build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs,
+                   std::vector<ProbeRow>& probes);
+  // Adds one sequence's prompt rows (blend probes, then rows to compute) to
+  // the batch while `budget` lasts.
+  void add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Batch& batch, std::vector<OutputRow>& outputs,
+                       std::vector<ProbeRow>& probes);
+  // Files the probes' deviations; a sequence whose first pass is complete
+  // gets its recompute set.
+  void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation);
   void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
   // Releases the sequence's blocks and calls its done callback.
   void finish(Sequence& seq, const std::string& reason, const std::string& error = {});
@@ -205,6 +226,8 @@ class Scheduler {
   // Owned by the stepping thread.
   std::vector<SequencePtr> running_;
   std::vector<float> logits_;  // [n_outputs][n_vocab] of the last forward call
+  std::vector<float> deviation_;  // [n_probes] of the last forward call
+  PrefillFlops flops_;
 };
 
 // A blocking iterator over one request's tokens, for callers that prefer to

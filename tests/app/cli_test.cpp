@@ -106,8 +106,9 @@ TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
 TEST(Cli, ReuseFlags) {
   const std::string model = shell_quote(test::shared_file("models/stories260K.gguf"));
   const std::string run = cli() + " run --json --temp 0 -n 2 -m " + model + " -p 'Once upon a time there was a girl'";
-  for (const char* mode : {"off", "prefix", "shift"}) {
-    const auto r = run_command(run + " --reuse " + mode + " --min-reuse-tokens 4 --reuse-window 64 --reuse-lead 1");
+  for (const char* mode : {"off", "prefix", "shift", "blend"}) {
+    const auto r = run_command(run + " --reuse " + mode +
+                               " --min-reuse-tokens 4 --reuse-window 64 --reuse-lead 1 --blend-ratio 0.2");
     ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
     const auto out = nlohmann::json::parse(r.out);
     // One request on an empty cache computes its whole prompt, whatever the mode.
@@ -115,8 +116,13 @@ TEST(Cli, ReuseFlags) {
     EXPECT_EQ(out["cached_tokens"], 0) << mode;
     EXPECT_EQ(out["reuse"], nlohmann::json({{"prefix", 0}, {"shift", 0}, {"recomputed", 0}, {"computed", prompt}}))
         << mode;
+    EXPECT_EQ(out["blend_probed"], 0) << mode;
+    EXPECT_GT(out["prefill_flops"].get<double>(), 0.0) << mode;
   }
-  const std::pair<const char*, const char*> bad_cases[] = {{" --reuse blend", "--reuse"},
+  EXPECT_EQ(run_command(run + " --reuse blend --blend-ratio auto").exit_code, 0);
+  const std::pair<const char*, const char*> bad_cases[] = {{" --reuse mix", "--reuse"},
+                                                           {" --blend-ratio 1.5", "--blend-ratio"},
+                                                           {" --blend-ratio some", "--blend-ratio"},
                                                            {" --reuse-window=-1", "--reuse-window"},
                                                            {" --min-reuse-tokens 0", "--min-reuse-tokens"},
                                                            {" --reuse-lead=-2", "--reuse-lead"},
@@ -131,7 +137,8 @@ TEST(Cli, ReuseFlags) {
   for (const char* command : {"run", "chat", "serve"}) {
     const auto help = run_command(cli() + " " + command + " --help");
     ASSERT_EQ(help.exit_code, 0) << command;
-    for (const char* flag : {"--reuse ", "--min-reuse-tokens", "--reuse-window", "--reuse-lead", "--no-prefix-cache"})
+    for (const char* flag :
+         {"--reuse ", "--min-reuse-tokens", "--reuse-window", "--reuse-lead", "--blend-ratio", "--no-prefix-cache"})
       EXPECT_NE(help.out.find(flag), std::string::npos) << command << " " << flag;
     const std::string lead_line = help.out.substr(help.out.find("--reuse-lead"));
     std::string lead = std::to_string(ReuseOptions{}.lead);

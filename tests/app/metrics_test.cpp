@@ -82,7 +82,13 @@ TEST(ServerMetrics, NamesAndValues) {
   s.spans_reused = 3;
   s.plans_stale = 1;
   m.update_cache(s);
-  m.update_scheduler(1, 2);
+  SchedulerStats sched;
+  sched.running = 1;
+  sched.queued = 2;
+  sched.blend_probed_tokens = 30;
+  sched.blend_recomputed_tokens = 4;
+  sched.prefill_flops = 1.5e9;
+  m.update_scheduler(sched);
   const auto t = parse(m.render());
   EXPECT_EQ(t.sum("clmcache_requests_total"), 2.0);
   EXPECT_EQ(t.sum("clmcache_requests_total", {{"status", "400"}}), 1.0);
@@ -97,6 +103,10 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(t.sum("clmcache_kv_reuse_rate"), 0.25);
   EXPECT_EQ(t.sum("clmcache_kv_spans_reused_total"), 3.0);
   EXPECT_EQ(t.sum("clmcache_kv_plans_stale_total"), 1.0);
+  EXPECT_EQ(t.sum("clmcache_blend_probed_tokens_total"), 30.0);
+  EXPECT_EQ(t.sum("clmcache_blend_recomputed_tokens_total"), 4.0);
+  EXPECT_EQ(t.sum("clmcache_prefill_flops_total"), 1.5e9);
+  EXPECT_EQ(t.sum("clmcache_requests_queued"), 2.0);
   EXPECT_EQ(t.sum("clmcache_request_duration_seconds_count", {{"endpoint", "/v1/completions"}}), 1.0);
   EXPECT_EQ(t.sum("clmcache_time_to_first_token_seconds_count"), 1.0);
   EXPECT_EQ(t.sum("clmcache_kv_blocks", {{"state", "free"}}), 5.0);

@@ -277,7 +277,7 @@ TEST(OpenAiRequest, CompletionPromptAsTokenIds) {
 
 TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
   for (const auto& [text, mode] : {std::pair{"off", ReuseMode::Off}, std::pair{"prefix", ReuseMode::Prefix},
-                                   std::pair{"shift", ReuseMode::Shift}}) {
+                                   std::pair{"shift", ReuseMode::Shift}, std::pair{"blend", ReuseMode::Blend}}) {
     json chat = chat_body();
     chat["reuse"] = text;
     auto c = parse_chat_request(chat, defaults());
@@ -291,7 +291,7 @@ TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
   json null_reuse = chat_body();
   null_reuse["reuse"] = nullptr;
   EXPECT_FALSE(parse_chat_request(null_reuse, defaults())->reuse.has_value());
-  for (json bad : {json("blend"), json("Prefix"), json(""), json(1), json(true), json::array({"prefix"})}) {
+  for (json bad : {json("mix"), json("Prefix"), json(""), json(1), json(true), json::array({"prefix"})}) {
     json body = chat_body();
     body["reuse"] = bad;
     const ApiError e = chat_error(body);
@@ -300,9 +300,29 @@ TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
     EXPECT_NE(e.message.find("'reuse'"), std::string::npos) << e.message;
     EXPECT_EQ(completion_error({{"prompt", "x"}, {"reuse", bad}}).param, "reuse");
   }
-  EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", "blend"}}).code,
+  EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", "mix"}}).code,
             "invalid_value");
   EXPECT_EQ(chat_error({{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", 3}}).code, "invalid_type");
+}
+
+TEST(OpenAiRequest, BlendRatioIsAShareOrAuto) {
+  json body = chat_body();
+  EXPECT_FALSE(parse_chat_request(body, defaults())->blend.has_value());
+  body["blend_ratio"] = 0.3;
+  auto r = parse_chat_request(body, defaults());
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->blend.has_value());
+  EXPECT_FLOAT_EQ(r->blend->ratio, 0.3f);
+  EXPECT_FALSE(r->blend->adaptive);
+  auto a = parse_completion_request({{"prompt", "x"}, {"blend_ratio", "auto"}}, defaults());
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(a->blend.has_value());
+  EXPECT_TRUE(a->blend->adaptive);
+  for (json bad : {json(1.5), json(-0.1), json("half"), json(true), json::array({0.2})}) {
+    const ApiError e = completion_error({{"prompt", "x"}, {"blend_ratio", bad}});
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "blend_ratio") << bad.dump();
+  }
 }
 
 TEST(OpenAiRequest, EchoLogprobsAndTokenIdNames) {

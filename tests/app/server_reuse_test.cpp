@@ -277,6 +277,42 @@ TEST_F(ServerReuseTest, ShiftReusesASpanAtAnotherPosition) {
   EXPECT_EQ(reuse_of(exact)["recomputed"], 0);
 }
 
+TEST_F(ServerReuseTest, BlendRecomputesPartOfAReorderedPromptAndSaysSo) {
+  // Two chunks cached in one order and asked in the other: blend copies
+  // both, probes them, and recomputes the requested share.
+  const std::vector<int32_t> one = tokenize(kSpanText), two = tokenize(kScoreText);
+  auto cat = [](std::vector<int32_t> a, const std::vector<int32_t>& b, std::size_t from) {
+    a.insert(a.end(), b.begin() + static_cast<std::ptrdiff_t>(from), b.end());
+    return a;
+  };
+  const std::vector<int32_t> warm = cat(two, one, 1), asked = cat(one, two, 1);
+  post("/v1/completions", score_body(warm, "prefix", 1));
+  json body = score_body(asked, "blend", 1);
+  body["blend_ratio"] = 0.5;
+  const json blended = post("/v1/completions", body);
+  check_scored(blended, asked, 1);
+  const json& r = reuse_of(blended);
+  const json& details = blended["usage"]["prompt_tokens_details"];
+  EXPECT_GT(r["shift"].get<int>(), 10) << details.dump();
+  EXPECT_GT(r["recomputed"].get<int>(), 10) << details.dump();
+  EXPECT_GE(details["blend_probed"].get<int>(), r["shift"].get<int>() + r["recomputed"].get<int>());
+  EXPECT_GT(details["prefill_flops"].get<double>(), 0.0);
+  auto stats = client_for(port())->Get("/stats");
+  ASSERT_TRUE(stats);
+  const json s = json::parse(stats->body);
+  EXPECT_GE(s["scheduler"]["blend_probed_tokens"].get<int>(), details["blend_probed"].get<int>());
+  EXPECT_GT(s["scheduler"]["blend_recomputed_tokens"].get<int>(), 0);
+  EXPECT_GT(s["scheduler"]["prefill_flops"].get<double>(), 0.0);
+  EXPECT_EQ(s["reuse"]["blend_ratio"].get<double>(), static_cast<double>(ReuseOptions{}.blend_ratio));
+  auto metrics = client_for(port())->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::string error;
+  const test::PromText t = test::parse_prometheus_text(metrics->body, error);
+  ASSERT_EQ(error, "");
+  EXPECT_EQ(t.sum("clmcache_blend_probed_tokens_total"), s["scheduler"]["blend_probed_tokens"].get<double>());
+  EXPECT_GT(t.sum("clmcache_blend_recomputed_tokens_total"), 0.0);
+}
+
 TEST_F(ServerReuseTest, ChatAndStreamsReportTheBreakdown) {
   const json chat_body = {{"messages", {{{"role", "user"}, {"content", kSpanText}}}},
                           {"max_tokens", 4},
@@ -315,8 +351,10 @@ TEST_F(ServerReuseTest, BadFieldsAreRefusedByName) {
     ASSERT_TRUE(j.contains("error")) << res->body;
     EXPECT_EQ(j["error"]["param"], param) << res->body;
   };
-  error("/v1/completions", {{"prompt", "x"}, {"reuse", "blend"}}, 400, "reuse");
+  error("/v1/completions", {{"prompt", "x"}, {"reuse", "mix"}}, 400, "reuse");
   error("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"reuse", 1}}, 400, "reuse");
+  error("/v1/completions", {{"prompt", "x"}, {"blend_ratio", 2}}, 400, "blend_ratio");
+  error("/v1/completions", {{"prompt", "x"}, {"blend_ratio", "most"}}, 400, "blend_ratio");
   // stories260K has 512 tokens.
   error("/v1/completions", {{"prompt", {1, 512}}}, 400, "prompt");
   error("/v1/completions", {{"prompt", {1, -3}}}, 400, "prompt");

@@ -123,4 +123,25 @@ inline Model& synthetic_model(WeightType type) {
   return *m;
 }
 
+// Submits one request, runs the scheduler until idle, returns its summary.
+inline RequestSummary run_one(Rig& rig, Request r, std::vector<TokenEvent>* events = nullptr) {
+  Recorder rec;
+  auto id = rec.submit(*rig.scheduler, std::move(r));
+  EXPECT_TRUE(id) << id.error().message;
+  if (!id) return {};
+  rig.scheduler->run_until_idle();
+  EXPECT_EQ(rec.done[*id].size(), 1u);
+  if (events) *events = rec.tokens[*id];
+  return rec.done[*id].front();
+}
+
+// No live sequence holds a block, and every cached one can be dropped.
+inline void expect_nothing_held(Rig& rig) {
+  const CacheStats st = rig.cache->stats();
+  EXPECT_EQ(st.blocks_used, 0u);
+  EXPECT_EQ(st.blocks_free + st.blocks_cached, st.blocks_total);
+  rig.cache->clear_cached();
+  EXPECT_EQ(rig.pool->n_free(), rig.pool->n_blocks());
+}
+
 }  // namespace clm::test

@@ -17,10 +17,12 @@
 namespace clm {
 namespace {
 
+using test::expect_nothing_held;
 using test::greedy_request;
 using test::Recorder;
 using test::Rig;
 using test::RigOptions;
+using test::run_one;
 
 std::vector<int32_t> tokens_from(int first, int n, int vocab) {
   std::vector<int32_t> v;
@@ -192,16 +194,6 @@ std::vector<int32_t> edited(int variant) {
   return story(std::string(kOpenings[variant % 9]) + kHistory);
 }
 
-RequestSummary run_one(Rig& rig, Request r, std::vector<TokenEvent>* events = nullptr) {
-  Recorder rec;
-  auto id = rec.submit(*rig.scheduler, std::move(r));
-  EXPECT_TRUE(id) << id.error().message;
-  rig.scheduler->run_until_idle();
-  EXPECT_EQ(rec.done[*id].size(), 1u);
-  if (events) *events = rec.tokens[*id];
-  return rec.done[*id].front();
-}
-
 RigOptions real_rig() {
   RigOptions o;
   o.n_blocks = 96;
@@ -219,15 +211,6 @@ std::vector<RequestId> submit_edited(Rig& rig, Recorder& rec, int first, int las
     if (id) ids.push_back(*id);
   }
   return ids;
-}
-
-// No live sequence holds a block, and every cached one can be dropped.
-void expect_nothing_held(Rig& rig) {
-  const CacheStats st = rig.cache->stats();
-  EXPECT_EQ(st.blocks_used, 0u);
-  EXPECT_EQ(st.blocks_free + st.blocks_cached, st.blocks_total);
-  rig.cache->clear_cached();
-  EXPECT_EQ(rig.pool->n_free(), rig.pool->n_blocks());
 }
 
 TEST(ShiftReuse, APrefixRequestAfterShiftedOnesIsBitwiseAColdRun) {

@@ -1,4 +1,4 @@
-#include "prefill_flops.h"
+#include "model/prefill_flops.h"
 
 #include <gtest/gtest.h>
 
@@ -33,6 +33,14 @@ TEST(PrefillFlops, CountsBlocksAndAttentionByPosition) {
   EXPECT_EQ(f.computed(std::vector<bool>{false, true, true}), 2 * 720.0 + 48.0 * (2 + 3));
   EXPECT_EQ(f.computed(std::vector<bool>{false, false, false}), 0.0);
   EXPECT_EQ(f.full(0), 0.0);
+}
+
+TEST(PrefillFlops, AProbeCostsTheLayersBeforeItsLayerAndThatLayersProjections) {
+  const PrefillFlops f(small_config());
+  // Layer 0 of a token at position 9: (720 + 480) / 3; then wq, wk, wv of
+  // layer 1: 2 * (16 + 8 + 8).
+  EXPECT_EQ(f.probe(9, 1), 400.0 + 64.0);
+  EXPECT_EQ(f.probe(9, 2), 800.0 + 64.0);
 }
 
 }  // namespace

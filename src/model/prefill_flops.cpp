@@ -1,4 +1,4 @@
-#include "prefill_flops.h"
+#include "model/prefill_flops.h"
 
 namespace clm {
 
@@ -7,8 +7,15 @@ PrefillFlops::PrefillFlops(const ModelConfig& c) {
   const double q_dim = static_cast<double>(c.n_heads) * c.head_dim;
   const double kv_dim = static_cast<double>(c.n_kv_heads) * c.head_dim;
   const double per_layer = embd * q_dim + 2.0 * embd * kv_dim + q_dim * embd + 3.0 * embd * c.n_ff;
+  n_layers_ = c.n_layers;
   linear_ = 2.0 * c.n_layers * per_layer;
   attention_per_slot_ = 4.0 * c.n_layers * q_dim;
+  qkv_per_layer_ = 2.0 * (embd * q_dim + 2.0 * embd * kv_dim);
+}
+
+double PrefillFlops::probe(int pos, int probe_layer) const {
+  const double share = static_cast<double>(probe_layer) / n_layers_;
+  return share * token(pos) + qkv_per_layer_;
 }
 
 double PrefillFlops::token(int pos) const { return linear_ + attention_per_slot_ * (pos + 1); }

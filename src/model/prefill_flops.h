@@ -8,6 +8,8 @@
 //   attention: 4 * n_layers * n_heads * head_dim * (context seen), where a
 //              token at position p sees p + 1 slots (QK^T and the weighted
 //              sum of V, two flops per multiply-add each)
+// A probe (blend's first pass, model/batch.h) costs the layers before the
+// probe layer in full, then the Q, K and V projections of the probe layer.
 #pragma once
 
 #include <vector>
@@ -23,14 +25,18 @@ class PrefillFlops {
   double linear_per_token() const { return linear_; }
   // One token computed at position `pos` (0-based).
   double token(int pos) const;
+  // One probe at `pos` measured at `probe_layer`.
+  double probe(int pos, int probe_layer) const;
   // Every token of a prompt of n tokens.
   double full(int n_tokens) const;
   // The tokens marked computed; computed[p] is position p.
   double computed(const std::vector<bool>& computed) const;
 
  private:
+  int n_layers_ = 1;
   double linear_ = 0.0;
   double attention_per_slot_ = 0.0;
+  double qkv_per_layer_ = 0.0;
 };
 
 }  // namespace clm
