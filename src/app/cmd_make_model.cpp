@@ -1,5 +1,5 @@
-// `clmcache make-model`: write a synthetic llama or qwen2 GGUF of any shape
-// and weight type from a seed.
+// `clmcache make-model`: write a synthetic llama, qwen2, qwen3 or phi3 GGUF
+// of any shape and weight type from a seed.
 #include <cstdio>
 
 #include "app/commands.h"
@@ -15,6 +15,7 @@ struct MakeModelFlags {
   std::string arch;
   std::string weight_type = "f32";
   int n_vocab = -1, n_embd = -1, n_ff = -1, n_layers = -1, n_heads = -1, n_kv_heads = -1, n_ctx = -1;
+  int head_dim = -1, rope_dims = -1;
   bool tied = false;
   bool rope_freq_factors = false;
   float rope_freq_base = -1.0f;
@@ -39,6 +40,8 @@ int make_model(const MakeModelFlags& f) {
   set(s.n_heads, f.n_heads);
   set(s.n_kv_heads, f.n_kv_heads);
   set(s.n_ctx, f.n_ctx);
+  set(s.head_dim, f.head_dim);
+  set(s.rope_dims, f.rope_dims);
   if (f.tied) s.tied_output = true;
   s.rope_freq_factors = f.rope_freq_factors;
   if (f.rope_freq_base > 0) s.rope_freq_base = f.rope_freq_base;
@@ -66,7 +69,8 @@ void register_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", f->output, "output GGUF path")->required();
   cmd->add_option("--preset", f->preset, "base shape: tiny, demo, 110m, 1b")
       ->check(CLI::IsMember({"tiny", "demo", "110m", "1b"}));
-  cmd->add_option("--arch", f->arch, "llama or qwen2")->check(CLI::IsMember({"llama", "qwen2"}));
+  cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3 or phi3")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3"}));
   cmd->add_option("--type", f->weight_type, "weight type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k (k-quants need --embd and --ff multiples of 256)");
   cmd->add_option("--vocab", f->n_vocab, "vocabulary size");
   cmd->add_option("--embd", f->n_embd, "embedding size");
@@ -75,6 +79,8 @@ void register_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--heads", f->n_heads, "query heads");
   cmd->add_option("--kv-heads", f->n_kv_heads, "key/value heads (GQA when fewer than --heads)");
   cmd->add_option("--ctx", f->n_ctx, "trained context length written to the metadata");
+  cmd->add_option("--head-dim", f->head_dim, "head dimension (default: embedding size / heads)");
+  cmd->add_option("--rope-dims", f->rope_dims, "rotated dimensions per head (default: the whole head)");
   cmd->add_option("--rope-base", f->rope_freq_base, "rope frequency base");
   cmd->add_flag("--tied", f->tied, "tie the output matrix to the embedding (no output.weight)");
   cmd->add_flag("--rope-freq-factors", f->rope_freq_factors, "write llama-3 style rope frequency factors");

@@ -19,7 +19,7 @@ void rope(float* vec, int n_heads, int head_dim, int n_rot, int pos, float freq_
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   // One cos/sin per pair, shared by all heads; pairs are few (<= head_dim/2),
   // so the table lives on the stack.
-  constexpr int kMaxPairs = 512;
+  constexpr int kMaxPairs = kMaxRopeDims / 2;
   float cos_t[kMaxPairs];
   float sin_t[kMaxPairs];
   assert(n_rot % 2 == 0 && n_rot <= head_dim && half <= kMaxPairs);

@@ -183,6 +183,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         add_bias(kt, w.bk, static_cast<int>(KV));
         add_bias(vt, w.bv, static_cast<int>(KV));
       }
+      if (w.q_norm != nullptr) {  // qwen3: every head normed on its own, before RoPE
+        const int hd = c.head_dim;
+        for (int h = 0; h < c.n_heads; ++h) rmsnorm(qt + h * hd, w.q_norm, hd, c.rms_eps, qt + h * hd);
+        for (int h = 0; h < c.n_kv_heads; ++h) rmsnorm(kt + h * hd, w.k_norm, hd, c.rms_eps, kt + h * hd);
+      }
       const BatchToken& bt = rows[t];
       rope(qt, c.n_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);
       rope(kt, c.n_kv_heads, c.head_dim, c.n_rot, bt.pos, c.rope_freq_base, freq_factors, neox);

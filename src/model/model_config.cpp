@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/ops.h"
+
 namespace clm {
 
 namespace {
@@ -27,13 +29,9 @@ Result<int> read_dim_or(const GgufFile& f, const std::string& key, uint64_t max,
   return read_dim(f, key, max);
 }
 
-}  // namespace
-
-Result<ModelConfig> read_model_config(const GgufFile& f) {
-  ModelConfig c;
-  auto arch = f.get_string("general.architecture");
-  if (!arch) return fail("model: missing general.architecture");
-  c.arch_name = std::string(*arch);
+// What each architecture changes in the llama block (llama.cpp's graphs for
+// these names are the reference).
+Status apply_architecture(ModelConfig& c) {
   if (c.arch_name == "llama") {
     c.arch = Arch::Llama;
     c.rope_layout = RopeLayout::Adjacent;
@@ -41,9 +39,29 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     c.arch = Arch::Qwen2;
     c.rope_layout = RopeLayout::NeoX;
     c.qkv_bias = true;
+  } else if (c.arch_name == "qwen3") {
+    c.arch = Arch::Qwen3;
+    c.rope_layout = RopeLayout::NeoX;
+    c.qk_norm = true;
+  } else if (c.arch_name == "phi3") {
+    c.arch = Arch::Phi3;
+    c.rope_layout = RopeLayout::NeoX;
+    c.fused_qkv = true;
+    c.fused_gate_up = true;
   } else {
-    return fail("model: unsupported architecture '" + c.arch_name + "' (supported: llama, qwen2)");
+    return fail("model: unsupported architecture '" + c.arch_name + "' (supported: llama, qwen2, qwen3, phi3)");
   }
+  return {};
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const GgufFile& f) {
+  ModelConfig c;
+  auto arch = f.get_string("general.architecture");
+  if (!arch) return fail("model: missing general.architecture");
+  c.arch_name = std::string(*arch);
+  if (auto s = apply_architecture(c); !s) return std::unexpected(s.error());
   if (auto name = f.get_string("general.name")) c.name = std::string(*name);
 
   const std::string p = c.arch_name + ".";
@@ -60,11 +78,21 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
     return std::unexpected(s.error());
   if (auto s = assign(c.n_ctx_train, read_dim_or(f, p + "context_length", 1u << 24, 2048)); !s)
     return std::unexpected(s.error());
-  if (c.n_embd % c.n_heads != 0)
+  // The head size is embedding_length / head_count unless key_length says
+  // otherwise (qwen3: 16 heads of 128 on a 1024 embedding).
+  if (f.find(p + "attention.key_length") == nullptr && c.n_embd % c.n_heads != 0)
     return fail("model: embedding_length " + std::to_string(c.n_embd) + " is not a multiple of head_count " +
                 std::to_string(c.n_heads));
   if (auto s = assign(c.head_dim, read_dim_or(f, p + "attention.key_length", kMaxDim, c.n_embd / c.n_heads)); !s)
     return std::unexpected(s.error());
+  if (static_cast<uint64_t>(c.n_heads) * static_cast<uint64_t>(c.head_dim) > kMaxDim)
+    return fail("model: head_count x key_length is out of range (at most " + std::to_string(kMaxDim) + ")");
+  int value_dim = 0;
+  if (auto s = assign(value_dim, read_dim_or(f, p + "attention.value_length", kMaxDim, c.head_dim)); !s)
+    return std::unexpected(s.error());
+  if (value_dim != c.head_dim)
+    return fail("model: attention.value_length " + std::to_string(value_dim) + " differs from key_length " +
+                std::to_string(c.head_dim) + " (unsupported)");
   if (c.n_heads % c.n_kv_heads != 0)
     return fail("model: head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
                 std::to_string(c.n_kv_heads));
@@ -73,6 +101,9 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   if (c.n_rot > c.head_dim || c.n_rot % 2 != 0)
     return fail("model: rope.dimension_count " + std::to_string(c.n_rot) + " must be even and <= head dim " +
                 std::to_string(c.head_dim));
+  if (c.n_rot > kMaxRopeDims)
+    return fail("model: rope.dimension_count " + std::to_string(c.n_rot) + " is more than this engine rotates (" +
+                std::to_string(kMaxRopeDims) + ")");
 
   if (f.find(p + "attention.layer_norm_rms_epsilon") != nullptr) {
     auto eps = f.get_float(p + "attention.layer_norm_rms_epsilon");
@@ -95,6 +126,13 @@ Result<ModelConfig> read_model_config(const GgufFile& f) {
   c.n_vocab = static_cast<int>(embd->dims[1]);
   c.tied_output = f.tensor("output.weight") == nullptr;
 
+  // LongRoPE (phi3's 128k-context variants) picks short or long factors by
+  // the context size and rescales the rotated dimensions; not implemented,
+  // so refused rather than run with the wrong positions.
+  for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    if (f.tensor(name) != nullptr)
+      return fail(std::string("model: tensor ") + name +
+                  " (LongRoPE scaling, as in 128k-context phi3 models) is not supported");
   if (const GgufTensorInfo* ff = f.tensor("rope_freqs.weight")) {
     if (ff->type != WeightType::F32 || ff->dims.size() != 1 || ff->dims[0] != static_cast<uint64_t>(c.n_rot / 2))
       return fail("model: rope_freqs.weight must be F32 with rope.dimension_count/2 entries");

@@ -12,9 +12,9 @@
 
 namespace clm {
 
-enum class Arch { Llama, Qwen2 };
+enum class Arch { Llama, Qwen2, Qwen3, Phi3 };
 // Llama's "normal" RoPE rotates adjacent pairs (2i, 2i+1); NeoX rotates
-// (i, i + n_rot/2). qwen2 uses NeoX.
+// (i, i + n_rot/2). qwen2, qwen3 and phi3 use NeoX.
 enum class RopeLayout { Adjacent, NeoX };
 
 struct ModelConfig {
@@ -36,6 +36,9 @@ struct ModelConfig {
   std::vector<float> rope_freq_factors;  // llama-3 style, n_rot/2 entries, empty if none
   bool tied_output = false;              // output.weight absent: reuse token_embd
   bool qkv_bias = false;                 // qwen2
+  bool qk_norm = false;                  // qwen3: RMS norm of each q and k head before RoPE
+  bool fused_qkv = false;                // phi3: one attn_qkv matrix holds Q, K, V rows
+  bool fused_gate_up = false;            // phi3: ffn_up holds the gate rows, then the up rows
 };
 
 Result<ModelConfig> read_model_config(const GgufFile& file);

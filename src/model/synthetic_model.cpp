@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/ops.h"
 #include "kernels/quantize.h"
 #include "model/gguf_writer.h"
 #include "model/synthetic_vocab.h"
@@ -107,28 +108,49 @@ Result<SyntheticModelSpec> synthetic_preset(std::string_view name) {
   return fail("unknown model preset '" + std::string(name) + "' (known: tiny, demo, 110m, 1b)");
 }
 
+int head_dim_of(const SyntheticModelSpec& s) {
+  if (s.head_dim != 0) return s.head_dim;
+  return s.n_heads > 0 ? s.n_embd / s.n_heads : 0;
+}
+
+int rope_dims_of(const SyntheticModelSpec& s) { return s.rope_dims != 0 ? s.rope_dims : head_dim_of(s); }
+
 Status validate(const SyntheticModelSpec& s) {
-  if (s.arch != "llama" && s.arch != "qwen2") return fail("make-model: arch must be llama or qwen2, not '" + s.arch + "'");
+  if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3" && s.arch != "phi3")
+    return fail("make-model: arch must be llama, qwen2, qwen3 or phi3, not '" + s.arch + "'");
   if (s.n_vocab < 300 || s.n_vocab > 1 << 20) return fail("make-model: vocab size must be in 300..1048576");
   if (s.n_embd <= 0 || s.n_ff <= 0 || s.n_layers <= 0 || s.n_heads <= 0 || s.n_kv_heads <= 0 || s.n_ctx <= 0)
     return fail("make-model: every dimension must be positive");
-  if (s.n_embd % s.n_heads != 0) return fail("make-model: embedding size must be a multiple of the head count");
+  if (s.head_dim < 0 || s.rope_dims < 0) return fail("make-model: head and rope dimensions must be positive");
+  if (s.head_dim == 0 && s.n_embd % s.n_heads != 0)
+    return fail("make-model: embedding size must be a multiple of the head count (or give the head dimension)");
   if (s.n_heads % s.n_kv_heads != 0) return fail("make-model: head count must be a multiple of the KV head count");
-  if ((s.n_embd / s.n_heads) % 2 != 0) return fail("make-model: head dimension must be even");
+  const int head_dim = head_dim_of(s);
+  if (head_dim % 2 != 0) return fail("make-model: head dimension must be even");
+  const int rope_dims = rope_dims_of(s);
+  if (rope_dims % 2 != 0 || rope_dims > head_dim || rope_dims > kMaxRopeDims)
+    return fail("make-model: rope dimensions must be even and at most the head dimension and " +
+                std::to_string(kMaxRopeDims));
   const auto info = weight_type_info(static_cast<uint32_t>(s.weight_type));
   if (!info || !info->supported) return fail("make-model: unsupported weight type");
   const std::size_t blk = info->block_elems;
   if (static_cast<std::size_t>(s.n_embd) % blk != 0 || static_cast<std::size_t>(s.n_ff) % blk != 0)
     return fail("make-model: embedding and feed-forward sizes must be multiples of " + std::to_string(blk) + " for " +
                 std::string(info->name));
+  if (static_cast<std::size_t>(s.n_heads) * static_cast<std::size_t>(head_dim) % blk != 0)
+    return fail("make-model: head count x head dimension must be a multiple of " + std::to_string(blk) + " for " +
+                std::string(info->name));
   return {};
 }
 
 uint64_t parameter_count(const SyntheticModelSpec& s) {
   const uint64_t e = static_cast<uint64_t>(s.n_embd), f = static_cast<uint64_t>(s.n_ff);
-  const uint64_t hd = e / static_cast<uint64_t>(s.n_heads);
+  const uint64_t hd = static_cast<uint64_t>(head_dim_of(s));
+  const uint64_t q = hd * static_cast<uint64_t>(s.n_heads);
   const uint64_t kv = hd * static_cast<uint64_t>(s.n_kv_heads);
-  const uint64_t per_layer = e * e * 2 + e * kv * 2 + 3 * e * f + 2 * e + (s.arch == "qwen2" ? e + 2 * kv : 0);
+  const uint64_t biases = s.arch == "qwen2" ? q + 2 * kv : 0;
+  const uint64_t qk_norms = s.arch == "qwen3" ? 2 * hd : 0;
+  const uint64_t per_layer = e * q * 2 + e * kv * 2 + 3 * e * f + 2 * e + biases + qk_norms;
   const uint64_t vocab = static_cast<uint64_t>(s.n_vocab) * e;
   return per_layer * static_cast<uint64_t>(s.n_layers) + vocab * (s.tied_output ? 1 : 2) + e;
 }
@@ -137,7 +159,8 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   if (auto ok = validate(s); !ok) return ok;
   GgufWriter w;
   const std::string& a = s.arch;
-  const int head_dim = s.n_embd / s.n_heads;
+  const int head_dim = head_dim_of(s);
+  const int rope_dims = rope_dims_of(s);
   w.add_string("general.architecture", a);
   w.add_string("general.name", s.name);
   w.add_u32("general.file_type", file_type_of(s.weight_type));
@@ -147,16 +170,23 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   w.add_u32(a + ".block_count", static_cast<uint32_t>(s.n_layers));
   w.add_u32(a + ".attention.head_count", static_cast<uint32_t>(s.n_heads));
   w.add_u32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.n_kv_heads));
-  w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(head_dim));
+  if (s.head_dim != 0) {
+    w.add_u32(a + ".attention.key_length", static_cast<uint32_t>(head_dim));
+    w.add_u32(a + ".attention.value_length", static_cast<uint32_t>(head_dim));
+  }
+  w.add_u32(a + ".rope.dimension_count", static_cast<uint32_t>(rope_dims));
   w.add_f32(a + ".rope.freq_base", s.rope_freq_base);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
 
-  auto vocab = make_synthetic_vocab(a == "qwen2" ? "gpt2" : "llama", s.n_vocab);
+  // qwen models ship byte-level BPE vocabularies, llama and phi3 SentencePiece ones.
+  const bool bpe = a == "qwen2" || a == "qwen3";
+  auto vocab = make_synthetic_vocab(bpe ? "gpt2" : "llama", s.n_vocab);
   if (!vocab) return std::unexpected(vocab.error());
   add_vocab_metadata(w, *vocab);
 
   Rng rng(s.seed);
   TensorMaker make(w, rng, s.weight_type);
+  const int q_dim = s.n_heads * head_dim;
   const int kv_dim = s.n_kv_heads * head_dim;
   // Embeddings with unit-scale entries: rmsnorm rescales them anyway.
   {
@@ -168,7 +198,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   make.vector("output_norm.weight", s.n_embd, 1.0f, 0.1f);
   if (!s.tied_output) make.matrix("output.weight", s.n_embd, s.n_vocab);
   if (s.rope_freq_factors) {
-    std::vector<float> factors(static_cast<std::size_t>(head_dim / 2));
+    std::vector<float> factors(static_cast<std::size_t>(rope_dims / 2));
     for (std::size_t i = 0; i < factors.size(); ++i)  // low frequencies stretched, as llama-3 does
       factors[i] = 1.0f + 7.0f * static_cast<float>(i) / static_cast<float>(factors.size());
     w.add_tensor("rope_freqs.weight", WeightType::F32, {factors.size()}, f32_bytes(factors));
@@ -176,18 +206,30 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   for (int i = 0; i < s.n_layers; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     make.vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.1f);
-    make.matrix(p + "attn_q.weight", s.n_embd, s.n_embd);
-    make.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
-    make.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
-    make.matrix(p + "attn_output.weight", s.n_embd, s.n_embd);
+    if (a == "phi3") {  // Q, K and V rows in one matrix, in that order
+      make.matrix(p + "attn_qkv.weight", s.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      make.matrix(p + "attn_q.weight", s.n_embd, q_dim);
+      make.matrix(p + "attn_k.weight", s.n_embd, kv_dim);
+      make.matrix(p + "attn_v.weight", s.n_embd, kv_dim);
+    }
+    make.matrix(p + "attn_output.weight", q_dim, s.n_embd);
     if (a == "qwen2") {
-      make.vector(p + "attn_q.bias", s.n_embd, 0.0f, 0.5f);
+      make.vector(p + "attn_q.bias", q_dim, 0.0f, 0.5f);
       make.vector(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
       make.vector(p + "attn_v.bias", kv_dim, 0.0f, 0.5f);
     }
+    if (a == "qwen3") {
+      make.vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.5f);
+      make.vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.5f);
+    }
     make.vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.1f);
-    make.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-    make.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    if (a == "phi3") {  // the SwiGLU gate rows, then the up rows
+      make.matrix(p + "ffn_up.weight", s.n_embd, 2 * s.n_ff);
+    } else {
+      make.matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+      make.matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+    }
     make.matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
   }
   return w.write(path);

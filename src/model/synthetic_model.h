@@ -1,5 +1,5 @@
-// Synthetic llama / qwen2 models: any shape and weight type, weights drawn
-// from a seeded generator, with a working tokenizer. They are the models of
+// Synthetic llama / qwen2 / qwen3 / phi3 models: any shape and weight type,
+// weights drawn from a seeded generator, with a working tokenizer. They are the models of
 // the tests and benchmarks; their text is meaningless.
 #pragma once
 
@@ -14,7 +14,7 @@
 namespace clm {
 
 struct SyntheticModelSpec {
-  std::string arch = "llama";  // "llama" or "qwen2"
+  std::string arch = "llama";  // "llama", "qwen2", "qwen3" or "phi3"
   std::string name = "synthetic";
   int n_vocab = 512;
   int n_embd = 64;
@@ -23,6 +23,8 @@ struct SyntheticModelSpec {
   int n_heads = 4;
   int n_kv_heads = 4;
   int n_ctx = 2048;
+  int head_dim = 0;   // 0: n_embd / n_heads; otherwise written as attention.key_length
+  int rope_dims = 0;  // rotated dimensions per head; 0: the whole head
   WeightType weight_type = WeightType::F32;  // of the matrices; norms and biases stay F32
   bool tied_output = false;                  // omit output.weight
   bool rope_freq_factors = false;            // write llama-3 style rope_freqs.weight
@@ -37,6 +39,9 @@ std::vector<std::string> synthetic_preset_names();
 // Checks the spec for shapes the engine cannot run, with a clear message.
 Status validate(const SyntheticModelSpec& spec);
 uint64_t parameter_count(const SyntheticModelSpec& spec);
+// The head size and rotated dimensions the spec's zeros stand for.
+int head_dim_of(const SyntheticModelSpec& spec);
+int rope_dims_of(const SyntheticModelSpec& spec);
 
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
 

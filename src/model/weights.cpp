@@ -54,6 +54,16 @@ class Binder {
   const GgufFile& file_;
 };
 
+// Rows [first, first + count) of w as a matrix of their own. Valid for every
+// weight type because a matrix is stored row after row, each row exactly
+// row_bytes long and made of whole quantization blocks (cols is a multiple of
+// the block size, checked by Binder::matrix): a run of rows is therefore a
+// complete matrix in the same format, starting first * row_bytes further on.
+// The fused matrices need neither a copy nor a kernel of their own.
+WeightMatrix row_range(const WeightMatrix& w, int first, int count) {
+  return WeightMatrix{w.type, w.data + static_cast<std::size_t>(first) * w.row_bytes, count, w.cols, w.row_bytes};
+}
+
 }  // namespace
 
 Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
@@ -82,18 +92,38 @@ Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
     LayerWeights& l = w.layers[static_cast<std::size_t>(i)];
     const std::string p = "blk." + std::to_string(i) + ".";
     CLM_BIND(l.attn_norm, b.vector(p + "attn_norm.weight", c.n_embd, w.owned));
-    CLM_BIND(l.wq, b.matrix(p + "attn_q.weight", c.n_embd, q_dim));
-    CLM_BIND(l.wk, b.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
-    CLM_BIND(l.wv, b.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+    if (c.fused_qkv) {
+      WeightMatrix qkv{};
+      CLM_BIND(qkv, b.matrix(p + "attn_qkv.weight", c.n_embd, q_dim + 2 * kv_dim));
+      l.wq = row_range(qkv, 0, q_dim);
+      l.wk = row_range(qkv, q_dim, kv_dim);
+      l.wv = row_range(qkv, q_dim + kv_dim, kv_dim);
+    } else {
+      CLM_BIND(l.wq, b.matrix(p + "attn_q.weight", c.n_embd, q_dim));
+      CLM_BIND(l.wk, b.matrix(p + "attn_k.weight", c.n_embd, kv_dim));
+      CLM_BIND(l.wv, b.matrix(p + "attn_v.weight", c.n_embd, kv_dim));
+    }
     CLM_BIND(l.wo, b.matrix(p + "attn_output.weight", q_dim, c.n_embd));
     if (c.qkv_bias) {
       CLM_BIND(l.bq, b.vector(p + "attn_q.bias", q_dim, w.owned));
       CLM_BIND(l.bk, b.vector(p + "attn_k.bias", kv_dim, w.owned));
       CLM_BIND(l.bv, b.vector(p + "attn_v.bias", kv_dim, w.owned));
     }
+    if (c.qk_norm) {
+      CLM_BIND(l.q_norm, b.vector(p + "attn_q_norm.weight", c.head_dim, w.owned));
+      CLM_BIND(l.k_norm, b.vector(p + "attn_k_norm.weight", c.head_dim, w.owned));
+    }
     CLM_BIND(l.ffn_norm, b.vector(p + "ffn_norm.weight", c.n_embd, w.owned));
-    CLM_BIND(l.w_gate, b.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
-    CLM_BIND(l.w_up, b.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    if (c.fused_gate_up) {
+      // SwiGLU halves as llama.cpp's phi3 graph splits them: gate, then up.
+      WeightMatrix gate_up{};
+      CLM_BIND(gate_up, b.matrix(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff));
+      l.w_gate = row_range(gate_up, 0, c.n_ff);
+      l.w_up = row_range(gate_up, c.n_ff, c.n_ff);
+    } else {
+      CLM_BIND(l.w_gate, b.matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
+      CLM_BIND(l.w_up, b.matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+    }
     CLM_BIND(l.w_down, b.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
   }
 #undef CLM_BIND

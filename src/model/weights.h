@@ -1,6 +1,6 @@
 // The tensors of a llama-family model bound to their roles. Matrices are used
-// in place from the memory map; small vectors (norms, biases) are converted
-// to f32 once at load. Every tensor's shape and type is checked here so the
+// in place from the memory map (fused ones, as phi3 stores them, as row-range
+// views); small vectors (norms, biases) are converted to f32 once at load. Every tensor's shape and type is checked here so the
 // forward pass can trust them.
 #pragma once
 
@@ -22,6 +22,8 @@ struct LayerWeights {
   const float* bq = nullptr;         // qwen2 only
   const float* bk = nullptr;
   const float* bv = nullptr;
+  const float* q_norm = nullptr;     // qwen3 only: [head_dim], shared by every q head
+  const float* k_norm = nullptr;     // qwen3 only: [head_dim], shared by every k head
   const float* ffn_norm = nullptr;   // [n_embd]
   WeightMatrix w_gate;               // [n_ff][n_embd]
   WeightMatrix w_up;                 // [n_ff][n_embd]

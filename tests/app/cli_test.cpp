@@ -50,17 +50,22 @@ TEST(Cli, StreamsTextWithPromptEcho) {
 
 TEST(Cli, MakeModelThenInfoAndRunForEveryArchAndType) {
   const std::string dir = test::temp_dir();
-  for (const std::string arch : {"llama", "qwen2"}) {
+  for (const std::string arch : {"llama", "qwen2", "qwen3", "phi3"}) {
     for (const std::string type : {"f16", "q8_0", "q4_0", "q4_k"}) {
       const std::string path = dir + "/" + arch + "-" + type + ".gguf";
-      // The k-quants need rows of whole 256-element super-blocks.
-      const std::string shape = type == "q4_k" ? " --embd 256 --ff 256" : "";
+      // The k-quants need rows of whole 256-element super-blocks. qwen3 gets
+      // heads wider than embd / heads, phi3 a partly rotated head.
+      std::string shape = type == "q4_k" ? " --embd 256 --ff 256" : "";
+      if (arch == "qwen3") shape += " --head-dim 64";
+      if (arch == "phi3") shape += " --rope-dims 12";
       auto made = run_command(cli() + " make-model -o " + shell_quote(path) + " --arch " + arch + " --type " + type +
                               " --kv-heads 2" + shape);
       ASSERT_EQ(made.exit_code, 0) << made.err;
       auto info = run_command(cli() + " info " + shell_quote(path));
       ASSERT_EQ(info.exit_code, 0) << info.err;
       EXPECT_NE(info.out.find("architecture:  " + arch), std::string::npos) << info.out;
+      const std::string shape_line = arch == "qwen3" ? "head dim 64" : arch == "phi3" ? "neox layout, 12 dims" : "";
+      EXPECT_NE(info.out.find(shape_line), std::string::npos) << info.out;
       auto run = run_command(cli() + " run --json --temp 0 -n 5 --ignore-eos -m " + shell_quote(path) +
                              " -p 'hello world'");
       ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -96,6 +101,10 @@ TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
   auto bad_shape = run_command(cli() + " make-model -o " + shell_quote(dir + "/y.gguf") + " --heads 5");
   EXPECT_NE(bad_shape.exit_code, 0);
   EXPECT_NE(bad_shape.err.find("multiple"), std::string::npos) << bad_shape.err;
+
+  auto bad_rope = run_command(cli() + " make-model -o " + shell_quote(dir + "/z.gguf") + " --arch phi3 --rope-dims 18");
+  EXPECT_NE(bad_rope.exit_code, 0);
+  EXPECT_NE(bad_rope.err.find("rope dimensions"), std::string::npos) << bad_rope.err;
 
   auto too_long = run_command(cli() + " run -c 4 -m " + shell_quote(test::shared_file("models/stories260K.gguf")) +
                               " -p 'Once upon a time there was'");

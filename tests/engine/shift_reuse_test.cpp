@@ -102,6 +102,16 @@ std::vector<RopeVariant> rope_variants() {
   SyntheticModelSpec wide_neox = wide;
   wide_neox.arch = "qwen2";
   out.push_back({"qwen2-hd64", wide_neox});
+  // K is normed per head before RoPE, so a stored K still re-rotates exactly.
+  SyntheticModelSpec qk_norm = base;
+  qk_norm.arch = "qwen3";
+  qk_norm.head_dim = 32;
+  out.push_back({"qwen3-qk-norm-hd32", qk_norm});
+  // Only the first 12 of each head's 16 dimensions rotate.
+  SyntheticModelSpec partial = base;
+  partial.arch = "phi3";
+  partial.rope_dims = 12;
+  out.push_back({"phi3-partial-rope", partial});
   return out;
 }
 

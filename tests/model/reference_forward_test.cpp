@@ -3,6 +3,7 @@
 // against which the engine's logits are compared on synthetic models.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct Mat {
 };
 
 struct RefLayer {
-  Mat attn_norm, wq, wk, wv, wo, bq, bk, bv, ffn_norm, gate, up, down;
+  Mat attn_norm, wq, wk, wv, wo, bq, bk, bv, q_norm, k_norm, ffn_norm, gate, up, down;
 };
 
 struct RefModel {
@@ -50,6 +51,13 @@ Mat load(const GgufFile& f, const std::string& name) {
   return Mat{std::vector<double>(tmp.begin(), tmp.end()), activation_type(t->type)};
 }
 
+// Rows [first, first + count) of a matrix `cols` wide: how a fused tensor
+// (phi3's attn_qkv, its gate-and-up ffn_up) is cut once dequantized.
+Mat rows(const Mat& m, std::size_t cols, std::size_t first, std::size_t count) {
+  const auto begin = m.w.begin() + static_cast<long>(first * cols);
+  return Mat{std::vector<double>(begin, begin + static_cast<long>(count * cols)), m.act};
+}
+
 RefModel load_reference(const GgufFile& f, const ModelConfig& c) {
   RefModel m;
   m.c = c;
@@ -61,16 +69,32 @@ RefModel load_reference(const GgufFile& f, const ModelConfig& c) {
     const std::string p = "blk." + std::to_string(i) + ".";
     RefLayer l;
     l.attn_norm = load(f, p + "attn_norm.weight");
-    l.wq = load(f, p + "attn_q.weight");
-    l.wk = load(f, p + "attn_k.weight");
-    l.wv = load(f, p + "attn_v.weight");
+    const std::size_t E = static_cast<std::size_t>(c.n_embd);
+    const std::size_t q_rows = static_cast<std::size_t>(c.n_heads * c.head_dim);
+    const std::size_t kv_rows = static_cast<std::size_t>(c.n_kv_heads * c.head_dim);
+    if (const Mat qkv = load(f, p + "attn_qkv.weight"); !qkv.empty()) {
+      l.wq = rows(qkv, E, 0, q_rows);
+      l.wk = rows(qkv, E, q_rows, kv_rows);
+      l.wv = rows(qkv, E, q_rows + kv_rows, kv_rows);
+    } else {
+      l.wq = load(f, p + "attn_q.weight");
+      l.wk = load(f, p + "attn_k.weight");
+      l.wv = load(f, p + "attn_v.weight");
+    }
     l.wo = load(f, p + "attn_output.weight");
     l.bq = load(f, p + "attn_q.bias");
     l.bk = load(f, p + "attn_k.bias");
     l.bv = load(f, p + "attn_v.bias");
+    l.q_norm = load(f, p + "attn_q_norm.weight");
+    l.k_norm = load(f, p + "attn_k_norm.weight");
     l.ffn_norm = load(f, p + "ffn_norm.weight");
     l.gate = load(f, p + "ffn_gate.weight");
     l.up = load(f, p + "ffn_up.weight");
+    if (l.gate.empty()) {  // fused: the gate rows first, then the up rows
+      const std::size_t F = static_cast<std::size_t>(c.n_ff);
+      l.gate = rows(l.up, E, 0, F);
+      l.up = rows(l.up, E, F, F);
+    }
     l.down = load(f, p + "ffn_down.weight");
     m.layers.push_back(std::move(l));
   }
@@ -101,6 +125,16 @@ std::vector<double> rmsnorm(const std::vector<double>& x, const Mat& w, double e
   std::vector<double> y(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
   return y;
+}
+
+// RMS norm of each head_dim slice on its own, by the same weights (qwen3).
+void norm_heads(std::vector<double>& v, const Mat& w, int head_dim, double eps) {
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  for (std::size_t h = 0; h < v.size() / hd; ++h) {
+    const auto begin = v.begin() + static_cast<long>(h * hd);
+    const auto normed = rmsnorm(std::vector<double>(begin, begin + static_cast<long>(hd)), w, eps);
+    std::copy(normed.begin(), normed.end(), begin);
+  }
 }
 
 void rope(std::vector<double>& v, int n_heads, const ModelConfig& c, int pos) {
@@ -135,6 +169,8 @@ std::vector<std::vector<double>> reference_logits(const RefModel& m, const std::
       for (std::size_t i = 0; i < L.bq.size(); ++i) q[i] += L.bq[i];
       for (std::size_t i = 0; i < L.bk.size(); ++i) k[i] += L.bk[i];
       for (std::size_t i = 0; i < L.bv.size(); ++i) v[i] += L.bv[i];
+      if (!L.q_norm.empty()) norm_heads(q, L.q_norm, hd, c.rms_eps);
+      if (!L.k_norm.empty()) norm_heads(k, L.k_norm, hd, c.rms_eps);
       rope(q, c.n_heads, c, pos);
       rope(k, c.n_kv_heads, c, pos);
       kcache[l].push_back(k);
@@ -198,6 +234,8 @@ struct Case {
   WeightType type;
   bool tied;
   bool freq_factors;
+  int head_dim = 0;   // 0: n_embd / n_heads
+  int rope_dims = 0;  // 0: the whole head
 };
 
 class ReferenceForward : public ::testing::TestWithParam<Case> {};
@@ -216,6 +254,8 @@ TEST_P(ReferenceForward, EngineMatchesSimpleReference) {
   s.weight_type = k.type;
   s.tied_output = k.tied;
   s.rope_freq_factors = k.freq_factors;
+  s.head_dim = k.head_dim;
+  s.rope_dims = k.rope_dims;
   s.seed = 7;
   const std::string path = test::temp_dir() + "/m.gguf";
   ASSERT_TRUE(write_synthetic_model(s, path));
@@ -223,7 +263,9 @@ TEST_P(ReferenceForward, EngineMatchesSimpleReference) {
   ASSERT_TRUE(model) << model.error().message;
   const ModelConfig& c = (*model)->config();
   EXPECT_EQ(c.tied_output, k.tied);
-  EXPECT_EQ(c.rope_layout, k.arch == "qwen2" ? RopeLayout::NeoX : RopeLayout::Adjacent);
+  EXPECT_EQ(c.rope_layout, k.arch == "llama" ? RopeLayout::Adjacent : RopeLayout::NeoX);
+  EXPECT_EQ(c.head_dim, head_dim_of(s));
+  EXPECT_EQ(c.n_rot, rope_dims_of(s));
   EXPECT_EQ(c.n_heads / c.n_kv_heads, k.n_heads / k.n_kv_heads);
 
   const RefModel ref = load_reference((*model)->file(), c);
@@ -258,7 +300,25 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2_gqa8_q8_0", "qwen2", 8, 1, WeightType::Q8_0, false, false},
                       Case{"llama_gqa4_q4_k", "llama", 8, 2, WeightType::Q4_K, false, false},
                       Case{"qwen2_gqa1_q5_k_tied", "qwen2", 4, 4, WeightType::Q5_K, true, false},
-                      Case{"llama_gqa2_q6_k", "llama", 4, 2, WeightType::Q6_K, false, false}),
+                      Case{"llama_gqa2_q6_k", "llama", 4, 2, WeightType::Q6_K, false, false},
+                      // qwen3: per-head q/k norms; heads wider than n_embd / n_heads, as Qwen3 has.
+                      Case{"qwen3_gqa4_f32_hd32", "qwen3", 8, 2, WeightType::F32, false, false, 32},
+                      Case{"qwen3_gqa1_f16_tied", "qwen3", 4, 4, WeightType::F16, true, false},
+                      Case{"qwen3_gqa2_bf16", "qwen3", 4, 2, WeightType::BF16, false, false},
+                      Case{"qwen3_gqa8_q8_0_hd32", "qwen3", 8, 1, WeightType::Q8_0, false, false, 32},
+                      Case{"qwen3_gqa1_q4_0", "qwen3", 4, 4, WeightType::Q4_0, false, false},
+                      Case{"qwen3_gqa4_q4_k_hd64", "qwen3", 8, 2, WeightType::Q4_K, false, false, 64},
+                      Case{"qwen3_gqa1_q5_k_tied", "qwen3", 4, 4, WeightType::Q5_K, true, false},
+                      Case{"qwen3_gqa2_q6_k", "qwen3", 4, 2, WeightType::Q6_K, false, false},
+                      // phi3: fused qkv and gate-up matrices; some rotate only part of each head.
+                      Case{"phi3_gqa1_f32", "phi3", 4, 4, WeightType::F32, false, false},
+                      Case{"phi3_gqa4_f16_rot12", "phi3", 8, 2, WeightType::F16, false, false, 0, 12},
+                      Case{"phi3_gqa1_bf16_tied", "phi3", 4, 4, WeightType::BF16, true, false},
+                      Case{"phi3_gqa2_q8_0", "phi3", 4, 2, WeightType::Q8_0, false, false},
+                      Case{"phi3_gqa1_q4_0_rot8", "phi3", 4, 4, WeightType::Q4_0, false, false, 0, 8},
+                      Case{"phi3_gqa4_q4_k", "phi3", 8, 2, WeightType::Q4_K, false, false},
+                      Case{"phi3_gqa1_q5_k_rot48", "phi3", 4, 4, WeightType::Q5_K, false, false, 0, 48},
+                      Case{"phi3_gqa2_q6_k_tied", "phi3", 4, 2, WeightType::Q6_K, true, false}),
     [](const auto& param_info) { return param_info.param.label; });
 
 }  // namespace
