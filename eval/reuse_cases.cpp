@@ -38,6 +38,10 @@ Result<ReuseCase> parse_case(const json& c, std::size_t index) {
     out.warm.push_back(w.get<std::string>());
   }
 
+  if (const auto bos = c.find("warm_bos"); bos != c.end()) {
+    if (!bos->is_boolean()) return fail(where + ": 'warm_bos' must be true or false");
+    out.warm_bos = bos->get<bool>();
+  }
   const auto ask = c.find("ask");
   if (ask == c.end()) return fail(where + ": missing 'ask'");
   if (!ask->is_string()) return fail(where + ": 'ask' must be a string");

@@ -3,7 +3,9 @@
 // asked, and optionally a reference continuation. The format:
 //   {"name": "...", "description": "...",
 //    "cases": [{"id": "...", "warm": ["text", ...], "ask": "text",
-//               "reference": "text (optional)", "note": "(optional)"}]}
+//               "reference": "text (optional)", "note": "(optional)",
+//               "warm_bos": false (optional: the warm prompts are chunks
+//                                  computed on their own, without BOS)}]}
 // Unknown fields are ignored, so generators may record how a case was made.
 #pragma once
 
@@ -19,6 +21,7 @@ namespace clm {
 struct ReuseCase {
   std::string id;
   std::vector<std::string> warm;  // run first, in order, to fill the cache
+  bool warm_bos = true;           // the warm prompts start with BOS
   std::string ask;
   std::optional<std::string> reference;  // teacher-forced continuation
   std::string note;

@@ -36,7 +36,7 @@ Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const Re
     TokenizedCase t;
     // As `clmcache run` does: BOS added, control tokens in the text parsed.
     for (std::size_t k = 0; k < c.warm.size(); ++k) {
-      auto ids = tok.encode(c.warm[k], /*add_special=*/true, /*parse_special=*/true);
+      auto ids = tok.encode(c.warm[k], /*add_special=*/c.warm_bos, /*parse_special=*/true);
       if (ids.empty()) return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] has no tokens");
       if (static_cast<int>(ids.size()) > n_ctx)
         return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] is " + std::to_string(ids.size()) +
@@ -77,15 +77,27 @@ std::size_t blocks_needed(const std::vector<TokenizedCase>& cases, int continuat
   return most;
 }
 
+// A variant with no lead or blend share: how warm-up and reference runs go.
+ReuseVariant plain(ReuseMode mode) {
+  ReuseVariant v;
+  v.mode = mode;
+  return v;
+}
+
 struct Run {
   std::vector<int32_t> tokens;
   GenerationStats stats;
 };
 
 // One greedy request to completion on this thread.
-Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, ReuseMode mode,
+Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, const ReuseVariant& v,
                         int prompt_logprobs) {
   GenerateOptions g;
+  const ReuseMode mode = v.mode;
+  if (mode == ReuseMode::Blend) {
+    g.blend_ratio = v.blend.ratio;
+    g.blend_adaptive = v.blend.adaptive;
+  }
   g.max_tokens = max_tokens;
   g.stop_at_end_of_generation = false;  // a fixed length, so continuations compare position by position
   g.sampler.temperature = 0.0f;
@@ -114,7 +126,7 @@ void clear_cache(Engine& engine) { engine.scheduler().cache().clear_cached(); }
 Status warm_up(Engine& engine, const TokenizedCase& c) {
   clear_cache(engine);
   for (const auto& w : c.warm) {
-    auto r = run_request(engine, w, 0, ReuseMode::Prefix, -1);
+    auto r = run_request(engine, w, 0, plain(ReuseMode::Prefix), -1);
     if (!r) return std::unexpected(r.error());
   }
   return {};
@@ -152,7 +164,7 @@ struct Reference {
 Result<Reference> reference_run(Engine& engine, const TokenizedCase& c, int greedy_tokens, int n_vocab) {
   Reference ref;
   clear_cache(engine);
-  auto greedy = run_request(engine, c.ask, greedy_tokens, ReuseMode::Off, -1);
+  auto greedy = run_request(engine, c.ask, greedy_tokens, plain(ReuseMode::Off), -1);
   if (!greedy) return std::unexpected(greedy.error());
   ref.greedy = greedy->tokens;
   ref.continuation = c.reference ? *c.reference : ref.greedy;
@@ -161,7 +173,7 @@ Result<Reference> reference_run(Engine& engine, const TokenizedCase& c, int gree
   std::vector<int32_t> forced = c.ask;
   forced.insert(forced.end(), ref.continuation.begin(), ref.continuation.end());
   clear_cache(engine);
-  auto full = run_request(engine, forced, 0, ReuseMode::Off, n_vocab);
+  auto full = run_request(engine, forced, 0, plain(ReuseMode::Off), n_vocab);
   if (!full) return std::unexpected(full.error());
   for (std::size_t i = c.ask.size(); i < forced.size(); ++i) {
     const auto& entry = full->stats.prompt_logprobs[i];
@@ -175,12 +187,12 @@ Result<Reference> reference_run(Engine& engine, const TokenizedCase& c, int gree
 
 Result<ReuseVariantCase> variant_run(Engine& engine, const ReuseVariant& v, const TokenizedCase& c,
                                      const Reference& ref, const std::vector<bool>& unchanged,
-                                     const PrefillFlops& flops, int greedy_tokens, int n_vocab) {
+                                     int greedy_tokens, int n_vocab) {
   ReuseVariantCase out;
   // The asked prompt as a client would send it: counts, computed rows, FLOPs
   // and the greedy continuation.
   if (auto ok = warm_up(engine, c); !ok) return std::unexpected(ok.error());
-  auto greedy = run_request(engine, c.ask, greedy_tokens, v.mode, 0);
+  auto greedy = run_request(engine, c.ask, greedy_tokens, v, 0);
   if (!greedy) return std::unexpected(greedy.error());
   out.counts = greedy->stats.reuse;
   out.greedy_match = common_prefix_length(greedy->tokens, ref.greedy);
@@ -188,13 +200,14 @@ Result<ReuseVariantCase> variant_run(Engine& engine, const ReuseVariant& v, cons
   out.computed_rows = static_cast<int>(std::count(computed.begin(), computed.end(), true));
   for (std::size_t p = 0; p < computed.size(); ++p)
     if (unchanged[p] && !computed[p]) ++out.unchanged_reused;
-  out.flops = flops.computed(computed);
+  out.flops = greedy->stats.prefill_flops;  // blend's probes included
+  out.probed = greedy->stats.blend_probed;
 
   // The same prompt with the continuation appended, teacher-forced.
   std::vector<int32_t> forced = c.ask;
   forced.insert(forced.end(), ref.continuation.begin(), ref.continuation.end());
   if (auto ok = warm_up(engine, c); !ok) return std::unexpected(ok.error());
-  auto run = run_request(engine, forced, 0, v.mode, n_vocab);
+  auto run = run_request(engine, forced, 0, v, n_vocab);
   if (!run) return std::unexpected(run.error());
   for (std::size_t k = 0; k < ref.rows.size(); ++k) {
     ++out.positions;
@@ -220,25 +233,33 @@ struct LoadedEngine {
 
 std::string ReuseVariant::name() const {
   std::string n(to_string(mode));
-  if (mode == ReuseMode::Shift) n += " lead " + std::to_string(lead);
+  if (mode == ReuseMode::Blend)
+    n += blend.adaptive ? " auto" : " " + std::to_string(static_cast<int>(std::lround(blend.ratio * 100))) + "%";
+  if (mode >= ReuseMode::Shift) n += " lead " + std::to_string(lead);
   return n;
 }
 
 std::vector<ReuseVariant> reuse_variants(const ReuseEvalOptions& o) {
   std::vector<ReuseVariant> out;
-  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift}) {
+  for (ReuseMode m : {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift, ReuseMode::Blend}) {
     if (std::find(o.modes.begin(), o.modes.end(), m) == o.modes.end()) continue;
-    if (m != ReuseMode::Shift) {
-      out.push_back({m, 0});
-      continue;
+    if (m < ReuseMode::Shift) {
+      out.push_back({m, 0, {}});
+    } else if (m == ReuseMode::Shift) {
+      const std::vector<int> leads = o.leads.empty() ? std::vector<int>{ReuseOptions{}.lead} : o.leads;
+      for (int lead : leads) out.push_back({m, lead, {}});
+    } else {
+      const std::vector<BlendChoice> ratios = o.blend_ratios.empty() ? std::vector<BlendChoice>{BlendChoice{}}
+                                                                      : o.blend_ratios;
+      for (int lead : o.blend_leads)
+        for (const BlendChoice& b : ratios) out.push_back({m, lead, b});
     }
-    const std::vector<int> leads = o.leads.empty() ? std::vector<int>{ReuseOptions{}.lead} : o.leads;
-    for (int lead : leads) out.push_back({m, lead});
   }
   return out;
 }
 
-void accumulate(ReuseVariantSummary& s, const ReuseCaseResult& c, const ReuseVariantCase& v) {
+void accumulate(ReuseVariantSummary& s, const ReuseCaseResult& c, const ReuseVariantCase& v,
+                double probe_cost_32) {
   ++s.cases;
   s.positions += v.positions;
   s.missing += v.missing;
@@ -256,6 +277,11 @@ void accumulate(ReuseVariantSummary& s, const ReuseCaseResult& c, const ReuseVar
   s.unchanged_reused += v.unchanged_reused;
   if (v.computed_rows != v.counts.computed + v.counts.recomputed) ++s.count_mismatches;
   s.flops += v.flops;
+  s.probed += v.probed;
+  // A running mean over cases, each weighted by its prompt length.
+  const double tokens_before = static_cast<double>(s.counts.total() - v.counts.total());
+  const double linear = v.counts.computed + v.counts.recomputed + v.probed * probe_cost_32;
+  s.linear_share_32 = (s.linear_share_32 * tokens_before + linear) / static_cast<double>(s.counts.total());
   s.full_flops += c.full_flops;
 }
 
@@ -286,8 +312,9 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   eo.kv_type = o.kv_type;
   eo.block_size = o.block_size;
   eo.max_running = 1;
-  eo.reuse.mode = ReuseMode::Shift;  // the most a request may ask for; each request names its mode
+  eo.reuse.mode = ReuseMode::Blend;  // each request names its mode
   eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
+  eo.reuse.blend_layer = o.blend_layer;
   const std::size_t block_bytes = kv_bytes_per_token(*config, o.kv_type) * static_cast<std::size_t>(o.block_size);
   const std::size_t blocks = blocks_needed(*cases, o.greedy_tokens, o.block_size, n_ctx);
   eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
@@ -322,6 +349,8 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.variants = variants;
   result.summary.resize(variants.size());
   const PrefillFlops flops(*config);
+  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config->n_layers - 1));
+  const double probe_cost_32 = (probe_layer + flops.qkv_share_of_layer()) / 32.0;
 
   for (std::size_t i = 0; i < cases->size(); ++i) {
     const TokenizedCase& c = (*cases)[i];
@@ -342,13 +371,14 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     cr.greedy_tokens = static_cast<int>(ref->greedy.size());
 
     for (std::size_t k = 0; k < variants.size(); ++k) {
-      auto engine = engine_for(variants[k].mode == ReuseMode::Shift ? variants[k].lead : first_lead);
+      auto engine = engine_for(variants[k].mode >= ReuseMode::Shift ? variants[k].lead : first_lead);
       if (!engine) return std::unexpected(engine.error());
-      auto v = variant_run(**engine, variants[k], c, *ref, unchanged, flops, o.greedy_tokens, n_vocab);
+      auto v = variant_run(**engine, variants[k], c, *ref, unchanged, o.greedy_tokens, n_vocab);
       if (!v) return where(Error{variants[k].name() + ": " + v.error().message});
       cr.variants.push_back(*v);
     }
-    for (std::size_t k = 0; k < variants.size(); ++k) accumulate(result.summary[k], cr, cr.variants[k]);
+    for (std::size_t k = 0; k < variants.size(); ++k)
+      accumulate(result.summary[k], cr, cr.variants[k], probe_cost_32);
     result.cases.push_back(std::move(cr));
     if (o.on_case) o.on_case(i, cases->size());
   }

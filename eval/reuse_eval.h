@@ -23,7 +23,8 @@ namespace clm {
 // One way of running the asked prompt.
 struct ReuseVariant {
   ReuseMode mode = ReuseMode::Prefix;
-  int lead = 0;  // only meaningful for shift
+  int lead = 0;       // only meaningful for shift and blend
+  BlendChoice blend;  // only meaningful for blend
   std::string name() const;
 };
 
@@ -31,6 +32,10 @@ struct ReuseEvalOptions {
   std::string model_path;
   std::vector<ReuseMode> modes = {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift};
   std::vector<int> leads;  // one shift variant per lead; empty: the engine's default lead
+  // One blend variant per (lead, share); empty shares: the engine's default.
+  std::vector<int> blend_leads = {0};
+  int blend_layer = ReuseOptions{}.blend_layer;
+  std::vector<BlendChoice> blend_ratios;
   KvType kv_type = KvType::F16;
   int greedy_tokens = 32;  // greedy continuation length, and the reference when a case has none
   int n_ctx = 0;           // 0: the model's training context
@@ -51,7 +56,8 @@ struct ReuseVariantCase {
   ReuseCounts counts;    // of the asked prompt (greedy request)
   int computed_rows = 0;       // rows the asked prompt computed, per its prompt logprobs
   int unchanged_reused = 0;    // unchanged tokens not computed
-  double flops = 0.0;          // prefill FLOPs of the asked prompt
+  double flops = 0.0;          // prefill FLOPs of the asked prompt, blend's probes included
+  int probed = 0;              // tokens blend probed
 };
 
 struct ReuseCaseResult {
@@ -83,6 +89,11 @@ struct ReuseVariantSummary {
   int count_mismatches = 0;  // cases whose computed rows disagree with counts.computed + recomputed
   double flops = 0.0;
   double full_flops = 0.0;
+  long probed = 0;
+  // Linear FLOPs as a share of a full prefill had the model 32 layers of
+  // this shape: a probe then costs probe_layer / 32 of a token and that
+  // layer's Q/K/V projections, which is where blend's first pass gets cheap.
+  double linear_share_32 = 0.0;
 
   int scored() const { return positions - missing; }
   double top1() const { return scored() == 0 ? 0.0 : static_cast<double>(top1_agree) / scored(); }
@@ -114,6 +125,9 @@ std::vector<ReuseVariant> reuse_variants(const ReuseEvalOptions& options);
 Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& options, const ReuseCaseSet& cases);
 
 // Adds one case's figures to a variant's summary.
-void accumulate(ReuseVariantSummary& summary, const ReuseCaseResult& c, const ReuseVariantCase& v);
+// probe_cost_32: one probe's linear arithmetic as a share of a token's in a
+// 32-layer model of this shape, (probe layer + Q/K/V share of a layer) / 32.
+void accumulate(ReuseVariantSummary& summary, const ReuseCaseResult& c, const ReuseVariantCase& v,
+                double probe_cost_32);
 
 }  // namespace clm

@@ -22,6 +22,7 @@ json summary_json(const ReuseVariant& v, const ReuseVariantSummary& s) {
   return {{"name", v.name()},
           {"mode", std::string(to_string(v.mode))},
           {"lead", v.lead},
+          {"blend_ratio", v.mode == ReuseMode::Blend ? (v.blend.adaptive ? json("auto") : json(v.blend.ratio)) : json(nullptr)},
           {"cases", s.cases},
           {"positions", s.positions},
           {"scored_positions", s.scored()},
@@ -40,7 +41,9 @@ json summary_json(const ReuseVariant& v, const ReuseVariantSummary& s) {
           {"count_mismatches", s.count_mismatches},
           {"prefill_flops", s.flops},
           {"full_prefill_flops", s.full_flops},
-          {"prefill_flops_share", s.flops_share()}};
+          {"prefill_flops_share", s.flops_share()},
+          {"blend_probed_tokens", s.probed},
+          {"linear_flops_share_at_32_layers", s.linear_share_32}};
 }
 
 json case_json(const ReuseEvalResult& r, const ReuseCaseResult& c) {
@@ -56,7 +59,8 @@ json case_json(const ReuseEvalResult& r, const ReuseCaseResult& c) {
                                       {"tokens", counts_json(v.counts)},
                                       {"computed_rows", v.computed_rows},
                                       {"unchanged_reused_tokens", v.unchanged_reused},
-                                      {"prefill_flops", v.flops}};
+                                      {"prefill_flops", v.flops},
+                                      {"blend_probed_tokens", v.probed}};
   }
   return {{"id", c.id},
           {"note", c.note},
@@ -107,8 +111,8 @@ std::string to_markdown(const ReuseEvalResult& r) {
          std::to_string(r.greedy_tokens) + " tokens\n\n";
   out +=
       "| mode | mean KL | max KL | top-1 | scored (missing) | greedy match | exact greedy | prefix / shift / "
-      "recomputed / computed | unchanged reused | prefill FLOPs |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
+      "recomputed / computed | unchanged reused | prefill FLOPs | linear FLOPs at 32 layers |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|\n";
   int mismatches = 0;
   for (std::size_t k = 0; k < r.variants.size(); ++k) {
     const ReuseVariantSummary& s = r.summary[k];
@@ -119,7 +123,7 @@ std::string to_markdown(const ReuseEvalResult& r) {
            pct(match) + " | " + std::to_string(s.greedy_exact_cases) + "/" + std::to_string(s.cases) + " | " +
            std::to_string(s.counts.prefix) + " / " + std::to_string(s.counts.shift) + " / " +
            std::to_string(s.counts.recomputed) + " / " + std::to_string(s.counts.computed) + " | " +
-           pct(s.unchanged_reused_share()) + " | " + pct(s.flops_share()) + " |\n";
+           pct(s.unchanged_reused_share()) + " | " + pct(s.flops_share()) + " | " + pct(s.linear_share_32) + " |\n";
   }
   out += "\n";
   for (std::size_t k = 0; k < r.variants.size(); ++k)

@@ -9,6 +9,12 @@ same files:
                         an edit near the start (a name, a word, a sentence)
   inserted_text.json    cache P + H, ask P + X + H + Q: X is a sentence or
                         two inserted between the opening and the story
+  reordered_chunks.json cache P + C2 + C1 (+ C3 ...), ask the chunks in
+                        another order: P + C1 + C2 + Q (retrieved documents
+                        arriving in a different order)
+  chunks_alone.json     cache each chunk computed on its own, without BOS,
+                        ask P + C1 + C2 + Q (the RAG case: documents cached
+                        separately and concatenated)
 
 H is a story of a few hundred tokens, Q a short cue to continue from. About
 one case in five also caches an unrelated story first, as a busy cache would.
@@ -230,6 +236,52 @@ def inserted_text_case(rng, i, n):
             "warm": warm, "ask": p + " " + x + " " + h + "\n" + q}
 
 
+PREAMBLES = [
+    "Mom read {k} stories to the children before bed.",
+    "Here are {k} short stories about some children.",
+    "The teacher told the class {k} stories that day.",
+    "These are {k} stories from the big book.",
+]
+
+NUMBERS = {2: "two", 3: "three"}
+
+
+def chunks_of(rng, k):
+    """k short stories about different heroes, about 110 tokens each."""
+    heroes, names = [], set()
+    while len(heroes) < k:
+        h = Hero(rng)
+        if h.name in names:
+            continue
+        names.add(h.name)
+        heroes.append(h)
+    texts = []
+    for h in heroes:
+        variant = {"start": rng.choice(["once", "day", "long"]), "n": rng.randint(1, 2),
+                   "home": rng.choice(HOMES), "hobby": h.hobby(rng)}
+        texts.append(opening(rng, h, variant) + " " + story(rng, h, rng.randint(180, 260)).replace("\n", " "))
+    return heroes, texts
+
+
+def chunk_case(rng, i, alone):
+    k = rng.choice([2, 3])
+    heroes, chunks = chunks_of(rng, k)
+    p = rng.choice(PREAMBLES).format(k=NUMBERS[k])
+    q = rng.choice(CUES)(heroes[rng.randrange(k)])
+    ask = p + "\n" + "\n".join(chunks) + "\n" + q
+    if alone:
+        warm = list(chunks)
+        rng.shuffle(warm)
+        return {"id": "ca-{:03d}".format(i), "note": "{} chunks cached one by one".format(k),
+                "warm_bos": False, "warm": warm, "ask": ask}
+    order = list(range(k))
+    while order == list(range(k)):
+        rng.shuffle(order)
+    warm = [p + "\n" + "\n".join(chunks[j] for j in order)]
+    return {"id": "rc-{:03d}".format(i), "note": "cached order " + "".join(str(j + 1) for j in order),
+            "warm": warm, "ask": ask}
+
+
 def write(path, name, description, seed, cases):
     doc = {"name": name, "description": description,
            "generator": "scripts/make-reuse-cases.py --seed {}".format(seed), "cases": cases}
@@ -253,6 +305,14 @@ def main():
     it = [inserted_text_case(rng, i, a.cases) for i in range(a.cases)]
     write(os.path.join(a.out, "inserted_text.json"), "inserted_text",
           "cache P+H, ask P+X+H+Q: one or two sentences inserted after the opening", a.seed, it)
+    rng = random.Random(a.seed + 2)
+    rc = [chunk_case(rng, i, False) for i in range(a.cases)]
+    write(os.path.join(a.out, "reordered_chunks.json"), "reordered_chunks",
+          "cache P+C2+C1 (two or three short stories in another order), ask P+C1+C2+Q", a.seed, rc)
+    rng = random.Random(a.seed + 3)
+    ca = [chunk_case(rng, i, True) for i in range(a.cases)]
+    write(os.path.join(a.out, "chunks_alone.json"), "chunks_alone",
+          "cache each short story on its own without BOS, ask P+C1+C2(+C3)+Q", a.seed, ca)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,11 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "the share per prompt from the deviations")
       ->check([](const std::string& v) { return parse_blend_ratio(v) ? std::string() : blend_ratio_error(v); })
       ->capture_default_str();
+  cmd.add_option("--blend-layer", f.reuse.blend_layer,
+                 "blend mode measures each copied token's V deviation at this layer, after computing the ones "
+                 "before it")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
   cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--parallel", f.parallel, "sequences decoding at once")->check(CLI::Range(1, 4096));

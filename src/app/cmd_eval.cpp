@@ -21,6 +21,7 @@ struct ReuseEvalFlags {
   ReuseEvalOptions options;
   std::string cases_path;
   std::vector<std::string> modes = {"off", "prefix", "shift"};
+  std::vector<std::string> blend_ratios;
   std::string kv_type = "f16";
   std::string format = "md";
   std::string json_path;  // also write the JSON here
@@ -31,10 +32,19 @@ int eval_reuse(ReuseEvalFlags& f) {
   for (const auto& m : f.modes) {
     const auto mode = parse_reuse_mode(m);
     if (!mode) {
-      std::fprintf(stderr, "clmcache: unknown reuse mode '%s' (off, prefix, shift)\n", m.c_str());
+      std::fprintf(stderr, "clmcache: unknown reuse mode '%s' (off, prefix, shift, blend)\n", m.c_str());
       return 1;
     }
     f.options.modes.push_back(*mode);
+  }
+  f.options.blend_ratios.clear();
+  for (const auto& r : f.blend_ratios) {
+    const auto b = parse_blend_ratio(r);
+    if (!b) {
+      std::fprintf(stderr, "clmcache: --blend-ratios: '%s' is not a number in [0, 1] or \"auto\"\n", r.c_str());
+      return 1;
+    }
+    f.options.blend_ratios.push_back(*b);
   }
   f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
   auto cases = load_reuse_cases(f.cases_path);
@@ -81,7 +91,15 @@ void register_eval_command(CLI::App& app, int& exit_code) {
       "reuse", "KL divergence and top-1 agreement of reuse modes against a full recompute, on a cases file");
   reuse->add_option("--cases", rf->cases_path, "cases file (JSON; see docs/QUALITY.md)")->required();
   reuse->add_option("-m,--model", o.model_path, "GGUF model file")->required();
-  reuse->add_option("--modes", rf->modes, "reuse modes to compare (off, prefix, shift)")->delimiter(',');
+  reuse->add_option("--modes", rf->modes, "reuse modes to compare (off, prefix, shift, blend)")->delimiter(',');
+  reuse->add_option("--blend-ratios", rf->blend_ratios,
+                    "blend: shares of the copied tokens recomputed (or auto); a list sweeps")
+      ->delimiter(',');
+  reuse->add_option("--blend-layer", o.blend_layer, "blend: the layer whose V deviation picks the tokens")
+      ->check(CLI::Range(1, 1 << 16));
+  reuse->add_option("--blend-lead", o.blend_leads, "blend: the lead of its spans; a list sweeps")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 16));
   reuse->add_option("--reuse-lead", o.leads, "shift: tokens recomputed at the start of each span; a list sweeps")
       ->delimiter(',')
       ->check(CLI::Range(0, 1 << 16));

@@ -43,7 +43,8 @@ json reuse_options_json(const ReuseOptions& r) {
           {"min_reuse_tokens", r.min_reuse_tokens},
           {"window", r.window},
           {"lead", r.lead},
-          {"blend_ratio", r.blend_adaptive ? json("auto") : json(r.blend_ratio)}};
+          {"blend_ratio", r.blend_adaptive ? json("auto") : json(r.blend_ratio)},
+          {"blend_layer", r.blend_layer}};
 }
 
 json scheduler_json(const SchedulerStats& s) {

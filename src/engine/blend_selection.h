@@ -1,6 +1,7 @@
 // Which copied tokens blend recomputes. Every copied token of a prompt was
-// probed: layer 0 computed in its new context, then the distance between the
-// K/V it would write at layer 1 and the (shifted) K/V copied into its slot.
+// probed: the first layers computed in its new context, then the distance
+// between the V it would write at the probe layer and the V copied into its
+// slot.
 // Tokens whose context changed what they attend to deviate most, and the
 // deviation of the first layers predicts where the copy is wrong later on
 // (CacheBlend), so those are recomputed in full and the rest keep the copy.
@@ -17,7 +18,7 @@ namespace clm {
 // Adaptive selection recomputes the fewest tokens holding this share of the
 // total deviation, within [kBlendAdaptiveMin, kBlendAdaptiveMax] of the
 // tokens. The figures are where docs/QUALITY.md's blend rows level off.
-inline constexpr double kBlendAdaptiveMass = 0.5;
+inline constexpr double kBlendAdaptiveMass = 0.95;
 inline constexpr double kBlendAdaptiveMin = 0.05;
 inline constexpr double kBlendAdaptiveMax = 0.30;
 

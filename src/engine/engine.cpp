@@ -25,6 +25,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (options.reuse.lead < 0) return fail("reuse lead must not be negative");
   if (!(options.reuse.blend_ratio >= 0.0f && options.reuse.blend_ratio <= 1.0f))
     return fail("blend ratio must be in [0, 1]");
+  if (options.reuse.blend_layer < 1) return fail("blend layer must be at least 1");
 
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;

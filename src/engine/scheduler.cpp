@@ -237,6 +237,7 @@ bool Scheduler::step_once() {
   bool progressed = running_.size() != running_before;
 
   Batch batch;
+  batch.probe_layer = std::clamp(options_.reuse.blend_layer, 1, std::max(1, model_.config().n_layers - 1));
   std::vector<Sequence*> in_batch;
   std::vector<OutputRow> outputs;
   std::vector<ProbeRow> probes;
@@ -324,7 +325,8 @@ void Scheduler::admit() {
     s.reuse = plan.counts(s.n_prompt);
     s.compute = plan.compute;
     s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
-    if (plan.mode == ReuseMode::Blend && !plan.spans.empty()) {
+    // A one-layer model has no layer to probe at: blend is shift there.
+    if (plan.mode == ReuseMode::Blend && !plan.spans.empty() && model_.config().n_layers >= 2) {
       for (const ReuseSpan& span : plan.spans)
         if (span.length > span.lead) s.copied.push_back({span.dst_begin + span.lead, span.dst_begin + span.length});
       if (!s.copied.empty()) {

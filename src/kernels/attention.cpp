@@ -224,8 +224,7 @@ void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, st
   }
 }
 
-double kv_deviation(const float* k, const float* v, const KvGeometry& g, int layer, const std::byte* block,
-                    int offset_in_block) {
+double v_deviation(const float* v, const KvGeometry& g, int layer, const std::byte* block, int offset_in_block) {
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
   const std::size_t at = static_cast<std::size_t>(offset_in_block) * hd * g.elem_bytes();
   auto stored = [&](const std::byte* row, std::size_t i) {
@@ -234,12 +233,10 @@ double kv_deviation(const float* k, const float* v, const KvGeometry& g, int lay
   double sum = 0.0;
   for (int h = 0; h < g.n_kv_heads; ++h) {
     const std::size_t src = static_cast<std::size_t>(h) * hd;
-    const std::byte* k_row = block + g.k_offset(layer, h) + at;
     const std::byte* v_row = block + g.v_offset(layer, h) + at;
     for (std::size_t i = 0; i < hd; ++i) {
-      const double dk = static_cast<double>(k[src + i]) - stored(k_row, i);
       const double dv = static_cast<double>(v[src + i]) - stored(v_row, i);
-      sum += dk * dk + dv * dv;
+      sum += dv * dv;
     }
   }
   return sum;

@@ -64,10 +64,11 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,
               int offset_in_block);
 
-// How far one token's k, v (as write_kv takes them) lie from what row
+// How far one token's v (as write_kv takes it) lies from the V that row
 // offset_in_block of `block` holds for `layer`: the sum of squared
-// differences over every K and V element, the stored ones read as f32.
-double kv_deviation(const float* k, const float* v, const KvGeometry& g, int layer, const std::byte* block,
-                    int offset_in_block);
+// differences over every V element, the stored ones read as f32. (V, not
+// K: a shifted K differs by rotation rounding alone, and measured on
+// docs/QUALITY.md's cases V picks the tokens worth recomputing better.)
+double v_deviation(const float* v, const KvGeometry& g, int layer, const std::byte* block, int offset_in_block);
 
 }  // namespace clm

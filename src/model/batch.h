@@ -7,7 +7,7 @@
 //
 // A probe token (blend's first pass) runs the layers before
 // Batch::probe_layer only, writing its K/V there, and then measures how far
-// the K/V it would write at probe_layer lie from what its slot holds
+// the V it would write at probe_layer lies from what its slot holds
 // (Model::forward's probe_deviation); it writes nothing at probe_layer or
 // later and returns no logits.
 #pragma once

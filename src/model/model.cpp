@@ -197,7 +197,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       std::byte* block = sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)];
       if (measure && bt.probe) {
         probe_deviation[static_cast<std::size_t>(probe_rank[t])] =
-            static_cast<float>(kv_deviation(kt, vt, g, layer, block, bt.slot % g.block_size));
+            static_cast<float>(v_deviation(vt, g, layer, block, bt.slot % g.block_size));
       } else {
         write_kv(kt, vt, g, layer, block, bt.slot % g.block_size);
       }

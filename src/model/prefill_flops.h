@@ -23,6 +23,8 @@ class PrefillFlops {
   explicit PrefillFlops(const ModelConfig& config);
 
   double linear_per_token() const { return linear_; }
+  // The Q, K and V projections' share of one layer's linear arithmetic.
+  double qkv_share_of_layer() const { return qkv_per_layer_ * n_layers_ / linear_; }
   // One token computed at position `pos` (0-based).
   double token(int pos) const;
   // One probe at `pos` measured at `probe_layer`.

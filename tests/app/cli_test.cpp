@@ -117,7 +117,7 @@ TEST(Cli, ReuseFlags) {
   const std::string run = cli() + " run --json --temp 0 -n 2 -m " + model + " -p 'Once upon a time there was a girl'";
   for (const char* mode : {"off", "prefix", "shift", "blend"}) {
     const auto r = run_command(run + " --reuse " + mode +
-                               " --min-reuse-tokens 4 --reuse-window 64 --reuse-lead 1 --blend-ratio 0.2");
+                               " --min-reuse-tokens 4 --reuse-window 64 --reuse-lead 1 --blend-ratio 0.2 --blend-layer 1");
     ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
     const auto out = nlohmann::json::parse(r.out);
     // One request on an empty cache computes its whole prompt, whatever the mode.
@@ -132,6 +132,7 @@ TEST(Cli, ReuseFlags) {
   const std::pair<const char*, const char*> bad_cases[] = {{" --reuse mix", "--reuse"},
                                                            {" --blend-ratio 1.5", "--blend-ratio"},
                                                            {" --blend-ratio some", "--blend-ratio"},
+                                                           {" --blend-layer 0", "--blend-layer"},
                                                            {" --reuse-window=-1", "--reuse-window"},
                                                            {" --min-reuse-tokens 0", "--min-reuse-tokens"},
                                                            {" --reuse-lead=-2", "--reuse-lead"},
@@ -147,7 +148,8 @@ TEST(Cli, ReuseFlags) {
     const auto help = run_command(cli() + " " + command + " --help");
     ASSERT_EQ(help.exit_code, 0) << command;
     for (const char* flag :
-         {"--reuse ", "--min-reuse-tokens", "--reuse-window", "--reuse-lead", "--blend-ratio", "--no-prefix-cache"})
+         {"--reuse ", "--min-reuse-tokens", "--reuse-window", "--reuse-lead", "--blend-ratio", "--blend-layer",
+          "--no-prefix-cache"})
       EXPECT_NE(help.out.find(flag), std::string::npos) << command << " " << flag;
     const std::string lead_line = help.out.substr(help.out.find("--reuse-lead"));
     std::string lead = std::to_string(ReuseOptions{}.lead);

@@ -304,6 +304,7 @@ TEST_F(ServerReuseTest, BlendRecomputesPartOfAReorderedPromptAndSaysSo) {
   EXPECT_GT(s["scheduler"]["blend_recomputed_tokens"].get<int>(), 0);
   EXPECT_GT(s["scheduler"]["prefill_flops"].get<double>(), 0.0);
   EXPECT_EQ(s["reuse"]["blend_ratio"].get<double>(), static_cast<double>(ReuseOptions{}.blend_ratio));
+  EXPECT_EQ(s["reuse"]["blend_layer"].get<int>(), ReuseOptions{}.blend_layer);
   auto metrics = client_for(port())->Get("/metrics");
   ASSERT_TRUE(metrics);
   std::string error;

@@ -133,10 +133,13 @@ TEST(BlendReuse, TheDefaultShareIsCloserToColdThanShiftAndCountsWhatItDid) {
   // Probed: every token from the end of the exact prefix to the last copied one.
   EXPECT_GE(bl.blend_probed, copied);
   EXPECT_LE(bl.blend_probed, bl.prompt_tokens - bl.reuse.prefix);
-  // FLOPs: more than shift (the probes and the picks), far less than cold.
-  EXPECT_GT(bl.prefill_flops, sh.prefill_flops);
-  EXPECT_LT(bl.prefill_flops, 0.9 * cold.summary.prefill_flops);
-  EXPECT_DOUBLE_EQ(cold.summary.prefill_flops, PrefillFlops(real().config()).full(cold.summary.prompt_tokens));
+  // FLOPs: more than shift (the probes and the picks), less than cold.
+  // (Only a little less on this 5-layer model, whose probes run 2 of its 5
+  // layers; docs/QUALITY.md states the share at 32 layers.)
+  const PrefillFlops flops(real().config());
+  EXPECT_GT(bl.prefill_flops, sh.prefill_flops + bl.blend_probed * flops.probe(0, 2) / 2);
+  EXPECT_LT(bl.prefill_flops, cold.summary.prefill_flops);
+  EXPECT_DOUBLE_EQ(cold.summary.prefill_flops, flops.full(cold.summary.prompt_tokens));
   const double kl_shift = kl_of_next_token(cold.events[0].logits, shift.events[0].logits);
   const double kl_blend = kl_of_next_token(cold.events[0].logits, blend.events[0].logits);
   std::printf("next-token KL vs cold: shift %.3g, blend 0.15 %.3g\n", kl_shift, kl_blend);
@@ -218,10 +221,13 @@ TEST(BlendSelection, PicksTheMostDeviantAndMergesThemIntoTheRangesToCompute) {
   EXPECT_TRUE(select_for_recompute(dev, 0.0f, false).empty());
   EXPECT_EQ(select_for_recompute(dev, 2.0f, false).size(), dev.size());
   EXPECT_TRUE(select_for_recompute({}, 0.5f, false).empty());
-  // Adaptive: half of the total (23) is held by 9 + 5 = 14 >= 11.5 after
-  // two tokens, within [ceil(0.5), floor(3)].
-  EXPECT_EQ(select_for_recompute(dev, 0.0f, true), (std::vector<int32_t>{1, 7}));
-  // A flat deviation needs half the tokens for half the mass: capped at 30%.
+  // Adaptive: 95% of the total (23) takes the five largest (9 + 5 + 5 + 2 +
+  // 1 = 22), capped at floor(0.3 * 10) = 3.
+  EXPECT_EQ(select_for_recompute(dev, 0.0f, true), (std::vector<int32_t>{1, 3, 7}));
+  // One token holding nearly everything: the floor of ceil(0.05 * 10) = 1.
+  const std::vector<float> one{0.0f, 0.0f, 100.0f, 0.001f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  EXPECT_EQ(select_for_recompute(one, 0.0f, true), (std::vector<int32_t>{2}));
+  // A flat deviation needs 95% of the tokens: capped at 30%.
   const std::vector<float> flat(20, 1.0f);
   EXPECT_EQ(select_for_recompute(flat, 0.0f, true).size(), 6u);
   const std::vector<TokenRange> ranges{{10, 12}, {20, 30}};

@@ -44,10 +44,11 @@ TEST(ReuseSummary, AggregatesCasesAndKeepsMissingPositionsApart) {
   vb.computed_rows = 21;  // disagrees with the counts
   vb.unchanged_reused = 60;
   vb.flops = 500.0;
+  vb.probed = 64;  // blend's probes
 
   ReuseVariantSummary s;
-  accumulate(s, a, va);
-  accumulate(s, b, vb);
+  accumulate(s, a, va, 1.25 / 32.0);
+  accumulate(s, b, vb, 1.25 / 32.0);
   EXPECT_EQ(s.cases, 2);
   EXPECT_EQ(s.positions, 20);
   EXPECT_EQ(s.missing, 2);
@@ -66,6 +67,10 @@ TEST(ReuseSummary, AggregatesCasesAndKeepsMissingPositionsApart) {
   EXPECT_DOUBLE_EQ(s.unchanged_reused_share(), 150.0 / 200.0);
   EXPECT_DOUBLE_EQ(s.flops_share(), 750.0 / 2000.0);
   EXPECT_EQ(s.count_mismatches, 1);
+  EXPECT_EQ(s.probed, 64);
+  // Computed and recomputed tokens count whole; a probe 1/32 of a token
+  // plus a quarter of a layer (its Q/K/V projections).
+  EXPECT_DOUBLE_EQ(s.linear_share_32, (20.0 + 20.0 + 64 * 1.25 / 32.0) / 220.0);
 }
 
 TEST(ReuseSummary, EmptyIsZeroNotNan) {
@@ -87,6 +92,26 @@ TEST(ReuseVariants, OffPrefixThenShiftPerLead) {
   o.modes = {ReuseMode::Prefix};
   ASSERT_EQ(reuse_variants(o).size(), 1u);
   EXPECT_EQ(reuse_variants(o)[0].name(), "prefix");
+}
+
+TEST(ReuseVariants, BlendPerLeadAndShare) {
+  ReuseEvalOptions o;
+  o.modes = {ReuseMode::Blend, ReuseMode::Shift};
+  o.leads = {0};
+  o.blend_leads = {0, 8};
+  o.blend_ratios = {BlendChoice{0.15f, false}, BlendChoice{0.15f, true}};
+  const auto v = reuse_variants(o);
+  ASSERT_EQ(v.size(), 5u);
+  EXPECT_EQ(v[0].name(), "shift lead 0");
+  EXPECT_EQ(v[1].name(), "blend 15% lead 0");
+  EXPECT_EQ(v[2].name(), "blend auto lead 0");
+  EXPECT_EQ(v[3].name(), "blend 15% lead 8");
+  EXPECT_EQ(v[4].lead, 8);
+  EXPECT_TRUE(v[4].blend.adaptive);
+  o.blend_ratios.clear();  // the engine's default share
+  o.blend_leads = {0};
+  ASSERT_EQ(reuse_variants(o).size(), 2u);
+  EXPECT_FLOAT_EQ(reuse_variants(o)[1].blend.ratio, ReuseOptions{}.blend_ratio);
 }
 
 }  // namespace

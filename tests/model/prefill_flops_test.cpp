@@ -41,6 +41,7 @@ TEST(PrefillFlops, AProbeCostsTheLayersBeforeItsLayerAndThatLayersProjections) {
   // layer 1: 2 * (16 + 8 + 8).
   EXPECT_EQ(f.probe(9, 1), 400.0 + 64.0);
   EXPECT_EQ(f.probe(9, 2), 800.0 + 64.0);
+  EXPECT_DOUBLE_EQ(f.qkv_share_of_layer(), 64.0 / 240.0);
 }
 
 }  // namespace
