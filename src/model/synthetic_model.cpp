@@ -135,6 +135,17 @@ uint64_t parameter_count(const SyntheticModelSpec& s) {
 
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& path) {
   if (auto ok = validate(s); !ok) return ok;
+  auto vocab = make_synthetic_vocab(s.arch == "qwen2" ? "gpt2" : "llama", s.n_vocab);
+  if (!vocab) return std::unexpected(vocab.error());
+  return write_synthetic_model(s, *vocab, path);
+}
+
+Status write_synthetic_model(const SyntheticModelSpec& s, const VocabMetadata& vocab, const std::string& path) {
+  if (auto ok = validate(s); !ok) return ok;
+  if (vocab.tokens.size() != static_cast<std::size_t>(s.n_vocab)) {
+    return fail("make-model: the vocabulary has " + std::to_string(vocab.tokens.size()) +
+                " tokens but the model's vocabulary size is " + std::to_string(s.n_vocab));
+  }
   GgufWriter w;
   const std::string& a = s.arch;
   const int head_dim = s.n_embd / s.n_heads;
@@ -151,9 +162,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   w.add_f32(a + ".rope.freq_base", s.rope_freq_base);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
 
-  auto vocab = make_synthetic_vocab(a == "qwen2" ? "gpt2" : "llama", s.n_vocab);
-  if (!vocab) return std::unexpected(vocab.error());
-  add_vocab_metadata(w, *vocab);
+  add_vocab_metadata(w, vocab);
 
   Rng rng(s.seed);
   TensorMaker make(w, rng, s.weight_type);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/weight_type.h"
+#include "model/vocab_metadata.h"
 #include "util/error.h"
 
 namespace clm {
@@ -38,6 +39,10 @@ std::vector<std::string> synthetic_preset_names();
 Status validate(const SyntheticModelSpec& spec);
 uint64_t parameter_count(const SyntheticModelSpec& spec);
 
+// With the synthetic vocabulary of the architecture (synthetic_vocab.h).
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
+// With a given vocabulary, e.g. a real one read from tokenizer.json; its
+// token count must equal spec.n_vocab.
+Status write_synthetic_model(const SyntheticModelSpec& spec, const VocabMetadata& vocab, const std::string& path);
 
 }  // namespace clm
