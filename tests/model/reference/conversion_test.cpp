@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reference/real_vocab.h"
+#include "model/reference/real_vocab.h"
 
 namespace clm {
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "model/utf8.h"
-#include "reference/real_vocab.h"
+#include "model/reference/real_vocab.h"
 
 namespace clm {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reference/real_vocab.h"
+#include "model/reference/real_vocab.h"
 #include "support/test_paths.h"
 
 namespace clm {

@@ -1,4 +1,4 @@
-#include "reference/real_vocab.h"
+#include "model/reference/real_vocab.h"
 
 #include <gtest/gtest.h>
 
