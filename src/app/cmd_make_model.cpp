@@ -1,9 +1,12 @@
 // `clmcache make-model`: write a synthetic llama, qwen2, qwen3 or phi3 GGUF
-// of any shape and weight type from a seed.
+// of any shape and weight type from a seed, with a made-up vocabulary or a
+// real one read from a Hugging Face tokenizer.json.
 #include <cstdio>
 
 #include "app/commands.h"
+#include "model/hf_tokenizer_json.h"
 #include "model/synthetic_model.h"
+#include "model/synthetic_vocab.h"
 
 namespace clm {
 
@@ -20,6 +23,8 @@ struct MakeModelFlags {
   bool rope_freq_factors = false;
   float rope_freq_base = -1.0f;
   uint64_t seed = 1;
+  std::string tokenizer_json;
+  std::string tokenizer_config;
 };
 
 int make_model(const MakeModelFlags& f) {
@@ -52,12 +57,23 @@ int make_model(const MakeModelFlags& f) {
     return 1;
   }
   s.weight_type = *type;
-  if (auto ok = write_synthetic_model(s, f.output); !ok) {
+  Result<VocabMetadata> vocab = f.tokenizer_json.empty()
+                                    ? make_synthetic_vocab(std::string(synthetic_tokenizer_model(s.arch)), s.n_vocab)
+                                    : load_hf_tokenizer(f.tokenizer_json, f.tokenizer_config);
+  if (!vocab) {
+    std::fprintf(stderr, "clmcache: %s\n", vocab.error().message.c_str());
+    return 1;
+  }
+  // A vocabulary read from a file sets the model's vocabulary size.
+  s.n_vocab = static_cast<int>(vocab->tokens.size());
+  if (auto ok = write_synthetic_model(s, *vocab, f.output); !ok) {
     std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
     return 1;
   }
-  std::fprintf(stderr, "wrote %s: %s, %.2f M parameters, %s weights\n", f.output.c_str(), s.arch.c_str(),
-               static_cast<double>(parameter_count(s)) / 1e6, std::string(weight_type_name(s.weight_type)).c_str());
+  std::fprintf(stderr, "wrote %s: %s, %.2f M parameters, %s weights, %d tokens (%s, pre-tokenizer %s)\n",
+               f.output.c_str(), s.arch.c_str(), static_cast<double>(parameter_count(s)) / 1e6,
+               std::string(weight_type_name(s.weight_type)).c_str(), s.n_vocab, vocab->model.c_str(),
+               vocab->pre.c_str());
   return 0;
 }
 
@@ -72,7 +88,7 @@ void register_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--arch", f->arch, "llama, qwen2, qwen3 or phi3")
       ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "phi3"}));
   cmd->add_option("--type", f->weight_type, "weight type of the matrices: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k (k-quants need --embd and --ff multiples of 256)");
-  cmd->add_option("--vocab", f->n_vocab, "vocabulary size");
+  auto* vocab_size = cmd->add_option("--vocab", f->n_vocab, "vocabulary size");
   cmd->add_option("--embd", f->n_embd, "embedding size");
   cmd->add_option("--ff", f->n_ff, "feed-forward size");
   cmd->add_option("--layers", f->n_layers, "layer count");
@@ -85,6 +101,16 @@ void register_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--tied", f->tied, "tie the output matrix to the embedding (no output.weight)");
   cmd->add_flag("--rope-freq-factors", f->rope_freq_factors, "write llama-3 style rope frequency factors");
   cmd->add_option("--seed", f->seed, "seed of the weights");
+  auto* tokenizer_json =
+      cmd->add_option("--tokenizer-json", f->tokenizer_json,
+                      "a Hugging Face tokenizer.json (byte-level BPE) whose vocabulary the model carries; "
+                      "the vocabulary size follows it")
+          ->check(CLI::ExistingFile)
+          ->excludes(vocab_size);
+  cmd->add_option("--tokenizer-config", f->tokenizer_config,
+                  "the tokenizer_config.json beside it: special tokens, add_bos_token, chat template")
+      ->check(CLI::ExistingFile)
+      ->needs(tokenizer_json);
   cmd->callback([f, &exit_code] { exit_code = make_model(*f); });
 }
 

@@ -7,6 +7,7 @@
 #include "app/http_reply.h"
 #include "app/routes_generation.h"
 #include "app/routes_info.h"
+#include "app/routes_tokenize.h"
 
 namespace clm {
 
@@ -15,7 +16,7 @@ namespace {
 // A bounded label set for clmcache_requests_total: unknown paths are "other".
 std::string endpoint_label(const std::string& path) {
   static const char* kKnown[] = {"/", "/health", "/v1/models", "/stats", "/metrics", "/v1/completions",
-                                 "/v1/chat/completions"};
+                                 "/v1/chat/completions", "/tokenize", "/detokenize"};
   for (const char* k : kKnown)
     if (path == k) return path;
   return "other";
@@ -70,6 +71,7 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatFormat chat_fo
   });
   register_info_routes(server_, ctx_);
   register_generation_routes(server_, ctx_);
+  register_tokenize_routes(server_, ctx_);
 }
 
 HttpServer::~HttpServer() { server_.stop(); }

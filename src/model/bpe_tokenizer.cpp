@@ -26,6 +26,10 @@ const ByteTables& byte_tables() {
   return tables;
 }
 
+// llama.cpp's defaults for the Llama-3 pre-tokenizer names: whole-word
+// lookup before merging, and BOS added unless the file says otherwise.
+bool is_llama3_family(std::string_view pre) { return pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe"; }
+
 }  // namespace
 
 uint32_t byte_to_unicode(uint8_t byte) { return byte_tables().to_cp[byte]; }
@@ -52,6 +56,10 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::load(const GgufFile& file) {
   std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
   t->pre_ = *kind;
   if (auto s = t->load_common(file, false); !s) return std::unexpected(s.error());
+  if (is_llama3_family(pre_name)) {
+    t->ignore_merges_ = true;
+    if (file.find("tokenizer.ggml.add_bos_token") == nullptr) t->add_bos_ = true;
+  }
   auto merges = file.get_string_array("tokenizer.ggml.merges");
   if (!merges) return fail("tokenizer: a gpt2 tokenizer needs tokenizer.ggml.merges: " + merges.error().message);
   t->ranks_.reserve(merges->size());
@@ -82,6 +90,12 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   const std::string text = to_byte_level(word);
+  if (ignore_merges_) {
+    if (auto id = find_token(text)) {
+      out.push_back(*id);
+      return;
+    }
+  }
   // GPT-2 merges: the pair with the lowest rank in tokenizer.ggml.merges first.
   std::string key;
   const auto pieces = merge_pairs(text, [&](std::string_view left, std::string_view right) -> std::optional<double> {

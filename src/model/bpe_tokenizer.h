@@ -31,6 +31,9 @@ class BpeTokenizer final : public Tokenizer {
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 
   PreTokenizerKind pre_ = PreTokenizerKind::Gpt2;
+  // A word that is a token as a whole becomes that token, merges or not
+  // (tokenizer.json's ignore_merges; llama.cpp sets it for the Llama-3 names).
+  bool ignore_merges_ = false;
   // "left right" (the merge line itself) -> rank; lower merges first.
   std::unordered_map<std::string, int32_t> ranks_;
 };

@@ -155,8 +155,24 @@ uint64_t parameter_count(const SyntheticModelSpec& s) {
   return per_layer * static_cast<uint64_t>(s.n_layers) + vocab * (s.tied_output ? 1 : 2) + e;
 }
 
+std::string_view synthetic_tokenizer_model(std::string_view arch) {
+  // qwen models ship byte-level BPE vocabularies, llama and phi3 SentencePiece ones.
+  return arch == "qwen2" || arch == "qwen3" ? "gpt2" : "llama";
+}
+
 Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& path) {
   if (auto ok = validate(s); !ok) return ok;
+  auto vocab = make_synthetic_vocab(std::string(synthetic_tokenizer_model(s.arch)), s.n_vocab);
+  if (!vocab) return std::unexpected(vocab.error());
+  return write_synthetic_model(s, *vocab, path);
+}
+
+Status write_synthetic_model(const SyntheticModelSpec& s, const VocabMetadata& vocab, const std::string& path) {
+  if (auto ok = validate(s); !ok) return ok;
+  if (vocab.tokens.size() != static_cast<std::size_t>(s.n_vocab)) {
+    return fail("make-model: the vocabulary has " + std::to_string(vocab.tokens.size()) +
+                " tokens but the model's vocabulary size is " + std::to_string(s.n_vocab));
+  }
   GgufWriter w;
   const std::string& a = s.arch;
   const int head_dim = head_dim_of(s);
@@ -178,11 +194,7 @@ Status write_synthetic_model(const SyntheticModelSpec& s, const std::string& pat
   w.add_f32(a + ".rope.freq_base", s.rope_freq_base);
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", 1e-5f);
 
-  // qwen models ship byte-level BPE vocabularies, llama and phi3 SentencePiece ones.
-  const bool bpe = a == "qwen2" || a == "qwen3";
-  auto vocab = make_synthetic_vocab(bpe ? "gpt2" : "llama", s.n_vocab);
-  if (!vocab) return std::unexpected(vocab.error());
-  add_vocab_metadata(w, *vocab);
+  add_vocab_metadata(w, vocab);
 
   Rng rng(s.seed);
   TensorMaker make(w, rng, s.weight_type);

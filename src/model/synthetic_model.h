@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/weight_type.h"
+#include "model/vocab_metadata.h"
 #include "util/error.h"
 
 namespace clm {
@@ -43,6 +44,14 @@ uint64_t parameter_count(const SyntheticModelSpec& spec);
 int head_dim_of(const SyntheticModelSpec& spec);
 int rope_dims_of(const SyntheticModelSpec& spec);
 
+// With the synthetic vocabulary of the architecture (synthetic_vocab.h).
+// The tokenizer family a synthetic model of this architecture gets:
+// "gpt2" (byte-level BPE) for qwen2 and qwen3, "llama" (SentencePiece) else.
+std::string_view synthetic_tokenizer_model(std::string_view arch);
+
 Status write_synthetic_model(const SyntheticModelSpec& spec, const std::string& path);
+// With a given vocabulary, e.g. a real one read from tokenizer.json; its
+// token count must equal spec.n_vocab.
+Status write_synthetic_model(const SyntheticModelSpec& spec, const VocabMetadata& vocab, const std::string& path);
 
 }  // namespace clm

@@ -172,6 +172,9 @@ SyntheticVocab make_llama(int n_vocab) {
     score -= 1.0f;
   }
   b.fill_unused(n_vocab);
+  v.unk = 0;
+  v.add_bos = true;
+  v.add_eos = false;
   return v;
 }
 
@@ -194,8 +197,10 @@ SyntheticVocab make_gpt2(int n_vocab) {
   v.eos = b.add("<|endoftext|>", TokenType::Control, 0);
   v.bos = v.eos;
   b.add("<|im_start|>", TokenType::Control, 0);
-  b.add("<|im_end|>", TokenType::Control, 0);
+  v.eot = b.add("<|im_end|>", TokenType::Control, 0);
   b.fill_unused(n_vocab);
+  v.add_bos = false;
+  v.add_eos = false;
   return v;
 }
 
@@ -209,25 +214,6 @@ Result<SyntheticVocab> make_synthetic_vocab(std::string_view model, int n_vocab)
   if (model == "llama") return make_llama(n_vocab);
   if (model == "gpt2") return make_gpt2(n_vocab);
   return fail("synthetic vocabulary: unknown tokenizer model '" + std::string(model) + "' (use llama or gpt2)");
-}
-
-void add_vocab_metadata(GgufWriter& writer, const SyntheticVocab& vocab) {
-  writer.add_string("tokenizer.ggml.model", vocab.model);
-  if (!vocab.pre.empty()) writer.add_string("tokenizer.ggml.pre", vocab.pre);
-  writer.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
-  writer.add_i32_array("tokenizer.ggml.token_type", vocab.types);
-  if (!vocab.scores.empty()) writer.add_f32_array("tokenizer.ggml.scores", vocab.scores);
-  if (!vocab.merges.empty()) writer.add_string_array("tokenizer.ggml.merges", vocab.merges);
-  if (vocab.bos >= 0) writer.add_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos));
-  if (vocab.eos >= 0) writer.add_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos));
-  const bool spm = vocab.model == "llama";
-  if (spm) writer.add_u32("tokenizer.ggml.unknown_token_id", 0);
-  writer.add_bool("tokenizer.ggml.add_bos_token", spm);
-  writer.add_bool("tokenizer.ggml.add_eos_token", false);
-  const auto im_end = std::find(vocab.tokens.begin(), vocab.tokens.end(), "<|im_end|>");
-  if (im_end != vocab.tokens.end()) {
-    writer.add_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(im_end - vocab.tokens.begin()));
-  }
 }
 
 }  // namespace clm

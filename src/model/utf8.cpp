@@ -66,6 +66,17 @@ std::vector<CodePoint> utf8_decode(std::string_view s) {
   return out;
 }
 
+bool utf8_is_valid(std::string_view s) {
+  for (std::size_t pos = 0; pos < s.size();) {
+    const Utf8Char c = utf8_decode_at(s, pos);
+    // Decoding turns each bad byte into a one-byte U+FFFD; the real
+    // character takes three.
+    if (c.cp == kReplacementChar && c.len == 1) return false;
+    pos += c.len;
+  }
+  return true;
+}
+
 void utf8_append(std::string& out, uint32_t cp) {
   if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = kReplacementChar;
   if (cp < 0x80) {

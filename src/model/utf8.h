@@ -29,6 +29,10 @@ struct CodePoint {
 };
 std::vector<CodePoint> utf8_decode(std::string_view s);
 
+// True when every byte belongs to a well-formed character (a literal
+// U+FFFD is well-formed; a truncated sequence at the end is not).
+bool utf8_is_valid(std::string_view s);
+
 void utf8_append(std::string& out, uint32_t cp);
 std::string utf8_encode(uint32_t cp);
 

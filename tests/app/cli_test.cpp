@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/reuse_plan.h"
+#include "model/bpe_tokenizer.h"
+#include "model/utf8.h"
 #include "support/run_command.h"
 #include "support/test_paths.h"
 
@@ -110,6 +112,85 @@ TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
                               " -p 'Once upon a time there was'");
   EXPECT_NE(too_long.exit_code, 0);
   EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
+}
+
+// A small byte-level BPE tokenizer.json: the 256 byte symbols, "hello"
+// reachable by merges, filler tokens up to the minimum vocabulary size, and
+// ChatML's special tokens.
+nlohmann::json small_tokenizer_json() {
+  nlohmann::json vocab = nlohmann::json::object();
+  int id = 0;
+  for (int b = 0; b < 256; ++b) vocab[utf8_encode(byte_to_unicode(static_cast<uint8_t>(b)))] = id++;
+  for (const char* t : {"he", "ll", "hell", "hello"}) vocab[t] = id++;
+  for (; id < 310; ++id) vocab["filler" + std::to_string(id)] = id;
+  const char* regex =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  nlohmann::json added = nlohmann::json::array();
+  for (const char* t : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    added.push_back({{"id", id++}, {"content", t}, {"special", true}});
+  }
+  return {{"added_tokens", added},
+          {"normalizer", nullptr},
+          {"pre_tokenizer",
+           {{"type", "Sequence"},
+            {"pretokenizers",
+             {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+          {"decoder", {{"type", "ByteLevel"}}},
+          {"model",
+           {{"type", "BPE"},
+            {"vocab", vocab},
+            {"merges", nlohmann::json::array({"h e", "l l", "he ll", "hell o"})}}}};
+}
+
+TEST(Cli, MakeModelWithAVocabularyFromTokenizerJson) {
+  const std::string dir = test::temp_dir();
+  std::ofstream(dir + "/tokenizer.json") << small_tokenizer_json().dump();
+  std::ofstream(dir + "/tokenizer_config.json")
+      << nlohmann::json{{"eos_token", "<|im_end|>"}, {"add_bos_token", false}, {"chat_template", "{{ x }}"}}.dump();
+  const std::string model = dir + "/m.gguf";
+  auto made = run_command(cli() + " make-model --arch qwen2 --tokenizer-json " + shell_quote(dir + "/tokenizer.json") +
+                          " --tokenizer-config " + shell_quote(dir + "/tokenizer_config.json") + " -o " +
+                          shell_quote(model));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.err.find("313 tokens"), std::string::npos) << made.err;
+  auto info = run_command(cli() + " info " + shell_quote(model));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("vocabulary:    313"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("gpt2 / qwen2, 313 tokens"), std::string::npos) << info.out;
+  auto run = run_command(cli() + " run --json --temp 0 -n 3 --ignore-eos -m " + shell_quote(model) + " -p hello");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["prompt_token_ids"], nlohmann::json::array({259}));
+}
+
+TEST(Cli, MakeModelRefusesBadTokenizerFiles) {
+  const std::string dir = test::temp_dir();
+  const std::string out = " -o " + shell_quote(dir + "/m.gguf");
+  std::ofstream(dir + "/broken.json") << "{\"model\": [";
+  auto broken = run_command(cli() + " make-model --tokenizer-json " + shell_quote(dir + "/broken.json") + out);
+  EXPECT_NE(broken.exit_code, 0);
+  EXPECT_NE(broken.err.find("not valid JSON"), std::string::npos) << broken.err;
+  EXPECT_NE(broken.err.find("broken.json"), std::string::npos) << broken.err;
+
+  nlohmann::json wordpiece = small_tokenizer_json();
+  wordpiece["model"]["type"] = "WordPiece";
+  std::ofstream(dir + "/wordpiece.json") << wordpiece.dump();
+  auto refused = run_command(cli() + " make-model --tokenizer-json " + shell_quote(dir + "/wordpiece.json") + out);
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("WordPiece"), std::string::npos) << refused.err;
+
+  std::ofstream(dir + "/tokenizer.json") << small_tokenizer_json().dump();
+  auto with_vocab = run_command(cli() + " make-model --vocab 1000 --tokenizer-json " +
+                                shell_quote(dir + "/tokenizer.json") + out);
+  EXPECT_NE(with_vocab.exit_code, 0);
+  EXPECT_NE(with_vocab.err.find("--vocab"), std::string::npos) << with_vocab.err;
+  auto config_alone = run_command(cli() + " make-model --tokenizer-config " + shell_quote(dir + "/tokenizer.json") + out);
+  EXPECT_NE(config_alone.exit_code, 0);
+  EXPECT_NE(config_alone.err.find("--tokenizer-json"), std::string::npos) << config_alone.err;
+  auto missing = run_command(cli() + " make-model --tokenizer-json " + shell_quote(dir + "/none.json") + out);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/m.gguf"));
 }
 
 TEST(Cli, ReuseFlags) {

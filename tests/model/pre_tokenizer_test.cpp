@@ -96,6 +96,12 @@ TEST(Utf8, DecodeEncodeAndSanitize) {
   EXPECT_EQ(utf8_sanitize("ok\xE2\x82", true, &held), "ok\xEF\xBF\xBD");
   EXPECT_EQ(held, 0u);
   EXPECT_EQ(utf8_sanitize("\xC0\xAF", false, &held), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong form
+  EXPECT_TRUE(utf8_is_valid(""));
+  EXPECT_TRUE(utf8_is_valid("caf\xC3\xA9 \xF0\x9F\xA6\x99 \xEF\xBF\xBD"));
+  EXPECT_FALSE(utf8_is_valid("ok\xE2\x82"));  // truncated
+  EXPECT_FALSE(utf8_is_valid("\xC0\xAF"));
+  EXPECT_FALSE(utf8_is_valid("\xED\xA0\x80"));
+  EXPECT_FALSE(utf8_is_valid("a\x80"));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -161,6 +162,47 @@ TEST(Tokenizer, RefusesUnknownModelAndPreByName) {
   ASSERT_NE(tok, nullptr) << error;
   EXPECT_EQ(tok->encode("ab", false, false), std::vector<int32_t>{2});
   EXPECT_EQ(tok->encode("ba", false, false), (std::vector<int32_t>{1, 0}));
+}
+
+// A byte-level vocabulary where no merge makes "abc": only "a b" merges.
+std::unique_ptr<Tokenizer> whole_word_vocab(const std::string& pre, std::optional<bool> add_bos) {
+  GgufWriter w;
+  w.add_string("tokenizer.ggml.model", "gpt2");
+  w.add_string("tokenizer.ggml.pre", pre);
+  w.add_string_array("tokenizer.ggml.tokens", {"a", "b", "c", "ab", "abc", "<|begin_of_text|>"});
+  w.add_i32_array("tokenizer.ggml.token_type", {1, 1, 1, 1, 1, 3});
+  w.add_string_array("tokenizer.ggml.merges", {"a b"});
+  w.add_u32("tokenizer.ggml.bos_token_id", 5);
+  if (add_bos) w.add_bool("tokenizer.ggml.add_bos_token", *add_bos);
+  const auto bytes = w.serialize();
+  auto file = GgufFile::parse(bytes);
+  EXPECT_TRUE(file) << file.error().message;
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok) << tok.error().message;
+  return tok ? std::move(*tok) : nullptr;
+}
+
+// llama.cpp's Llama-3 names look a whole word up before merging (Hugging
+// Face's ignore_merges) and add BOS unless the file says not to; other
+// byte-level families do neither.
+TEST(Tokenizer, Llama3WholeWordLookupAndBosDefault) {
+  for (const char* pre : {"llama-bpe", "llama3", "llama-v3"}) {
+    auto tok = whole_word_vocab(pre, std::nullopt);
+    ASSERT_NE(tok, nullptr);
+    EXPECT_EQ(tok->encode("abc", false, false), std::vector<int32_t>{4}) << pre;
+    EXPECT_EQ(tok->encode("abcab", false, false), (std::vector<int32_t>{3, 2, 3})) << pre;  // not a token: merges
+    EXPECT_TRUE(tok->add_bos()) << pre;
+    EXPECT_EQ(tok->encode("abc", true, false), (std::vector<int32_t>{5, 4})) << pre;
+  }
+  auto no_bos = whole_word_vocab("llama-bpe", false);
+  ASSERT_NE(no_bos, nullptr);
+  EXPECT_FALSE(no_bos->add_bos());
+  EXPECT_EQ(no_bos->encode("abc", true, false), std::vector<int32_t>{4});
+
+  auto qwen = whole_word_vocab("qwen2", std::nullopt);
+  ASSERT_NE(qwen, nullptr);
+  EXPECT_EQ(qwen->encode("abc", false, false), (std::vector<int32_t>{3, 2}));
+  EXPECT_FALSE(qwen->add_bos());
 }
 
 }  // namespace
