@@ -28,8 +28,9 @@ struct SplitFlags {
 
 constexpr std::size_t kPreviewChars = 60;
 
-// One line of text: line breaks and other control characters escaped,
-// ill-formed UTF-8 replaced, cut after kPreviewChars characters.
+// One line of text, as a C string literal would spell it (line breaks,
+// quotes and other control characters escaped), ill-formed UTF-8 replaced,
+// cut after kPreviewChars characters.
 std::string preview(std::string_view bytes) {
   std::size_t held = 0;
   const std::string text = utf8_sanitize(bytes, /*final=*/true, &held);
@@ -37,11 +38,21 @@ std::string preview(std::string_view bytes) {
   std::size_t chars = 0;
   for (const CodePoint& c : utf8_decode(text)) {
     if (chars++ == kPreviewChars) return out + "…";
-    if (c.cp == '\n') out += "\\n";
-    else if (c.cp == '\t') out += "\\t";
-    else if (c.cp == '\r') out += "\\r";
-    else if (c.cp < 0x20) out += "\\x" + std::string(1, "0123456789abcdef"[c.cp >> 4]) + "0123456789abcdef"[c.cp & 15];
-    else out.append(text, c.offset, c.len);
+    switch (c.cp) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c.cp < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\x%02x", c.cp);
+          out += escaped;
+        } else {
+          out.append(text, c.offset, c.len);
+        }
+    }
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // Token positions from real tokenizers: the TinyStories SentencePiece model
-// (Chinese is byte-fallback there) and the Phi-3 vocabulary, whose chat
-// markers are special tokens.
+// (Chinese is byte-fallback there), the Phi-3 vocabulary, whose chat markers
+// are special tokens, and GPT-2's byte-level BPE.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -114,6 +114,25 @@ TEST(TokenAlignment, SpecialTokensOfAChatTemplate) {
                                           {"turn", "<|end|>\n<|assistant|>\n"}}));
   // The question's first token is "Why": the marker's tokens end where it starts.
   EXPECT_EQ(tok->token_to_piece(ids[(*blocks)[1].tokens.begin]), "Why");
+}
+
+TEST(TokenAlignment, ByteLevelBpeTokens) {
+  // GPT-2's byte-level BPE: a space belongs to the word after it, and a
+  // Chinese character may be split across tokens.
+  auto [file, tok] = load("testdata/tokenizer/ggml-vocab-gpt-2.gguf");
+  ASSERT_TRUE(tok);
+  const std::string text = "天空为什么是蓝色的？请简要回答。\nWhy is the sky blue? Please answer.";
+  const auto ids = tok->encode(text, true, true);
+  const auto offsets = align_tokens(*tok, ids, text);
+  ASSERT_TRUE(offsets) << offsets.error().message;
+  const auto blocks = SemanticSplitter::with_default_rules().split(text, *offsets);
+  ASSERT_TRUE(blocks) << blocks.error().message;
+  expect_tiling(*blocks, text, *offsets);
+  EXPECT_EQ(test::typed_texts(*blocks, text),
+            (std::vector<test::TypedText>{{"question", "天空为什么是蓝色的？"},
+                                          {"instruction", "请简要回答。\n"},
+                                          {"question", "Why is the sky blue?"},
+                                          {"instruction", " Please answer."}}));
 }
 
 TEST(TokenAlignment, SpelledTokensSplitLikeText) {
