@@ -250,7 +250,7 @@ TEST(SemanticSplitter, MegabyteInputSplitsInBoundedTime) {
   const auto start = std::chrono::steady_clock::now();
   const auto blocks = split_chars(splitter, text);
   const double elapsed = seconds_since(start);
-  EXPECT_LT(elapsed, 10.0);  // about 0.5 s in a release build
+  EXPECT_LT(elapsed, 10.0);  // 0.1-0.25 s in a release build, 0.5 s with sanitizers
   const std::size_t copies = text.size() / para.size();
   std::size_t questions = 0, documents = 0, turns = 0, steps = 0;
   for (const auto& b : blocks) {
