@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libxxhash-dev libbenchmark-dev
-  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libre2-dev
   chromium
 )
 # The server's client tests (tests/app/node) need node and npm; a Node.js
