@@ -272,8 +272,8 @@ class Interpreter {
       throw TemplateError("macro calls nested more than " + std::to_string(limits_.max_call_depth) + " deep");
     }
     if (args.positional.size() > m.params.size()) {
-      throw TemplateError("macro '" + m.name + "' takes at most " + std::to_string(m.params.size()) +
-                          " arguments, got " + std::to_string(args.positional.size()));
+      throw TemplateError("macro '" + m.name + "' takes at most " + std::to_string(m.params.size()) + " argument" +
+                          (m.params.size() == 1 ? "" : "s") + ", got " + std::to_string(args.positional.size()));
     }
     for (const auto& [name, value] : args.keyword) {
       bool known = false;
