@@ -82,9 +82,12 @@ Result<ChatRenderer> ChatRenderer::jinja(std::string_view source, const Tokenize
       r.end_of_turn_.assign(a->begin(), diff.first);
     }
   }
-  // A special token that opens the end of the turn is where a reply stops.
-  if (!r.end_of_turn_.empty()) {
-    const auto ids = tokenizer.encode(r.end_of_turn_, /*add_special=*/false, /*parse_special=*/true);
+  // A special token that opens the end of the turn (after any whitespace)
+  // is where a reply stops.
+  const std::size_t first = r.end_of_turn_.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos) {
+    const auto ids = tokenizer.encode(std::string_view(r.end_of_turn_).substr(first), /*add_special=*/false,
+                                      /*parse_special=*/true);
     if (!ids.empty()) {
       const TokenType type = tokenizer.token_type(ids[0]);
       if (type == TokenType::Control || type == TokenType::UserDefined) {

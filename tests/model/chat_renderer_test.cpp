@@ -118,6 +118,12 @@ TEST(ChatRenderer, StopStringsAndTheEndOfATurnComeFromTheTemplate) {
   const ChatRenderer mistral = jinja_renderer(real_template("mistral-7b-instruct-v0.2.jinja"), *llama.tok);
   EXPECT_EQ(mistral.end_of_turn(), "</s>");
   EXPECT_EQ(mistral.stop_strings(), std::vector<std::string>{"</s>"});
+  const ChatRenderer spaced = jinja_renderer(
+      "{% for m in messages %}{% if m.role == 'assistant' %} {{ m.content }} </s>{% else %}[INST] {{ m.content }} [/INST]"
+      "{% endif %}{% endfor %}",
+      *llama.tok);
+  EXPECT_EQ(spaced.end_of_turn(), " </s>");
+  EXPECT_EQ(spaced.stop_strings(), std::vector<std::string>{"</s>"});
   // No special token ends Gemma's turn in this vocabulary: no stop string.
   const ChatRenderer gemma = jinja_renderer(real_template("gemma-2-2b-it.jinja"), *llama.tok);
   EXPECT_EQ(gemma.end_of_turn(), "<end_of_turn>\n");

@@ -47,6 +47,9 @@ TEST(JinjaFilters, SelectMapAndAttributes) {
                          "{{ [' a ', 'b '] | map('trim') | list }}"),
             R"([1, 3] [1, 3] a, b [1, "x"] ["a", "b"])");
   EXPECT_EQ(render_jinja("{{ ms | sort(attribute='role') | map(attribute='role') | first }}", ctx), "assistant");
+  // As in Python, none picks nothing (tools = none, then tools | selectattr(...)).
+  EXPECT_EQ(render_jinja("{{ none | selectattr('type', 'equalto', 'x') | list | length }}{{ none | map('trim') | list }}"),
+            "0[]");
 }
 
 TEST(JinjaFilters, DictsAndConversions) {

@@ -96,8 +96,13 @@ std::string name_argument(std::string_view filter, const CallArgs& args, std::si
 
 // select/reject (test on the item) and selectattr/rejectattr (test on an
 // attribute); without a test, truthiness decides.
+// Like Python's, the filters that pick or map items take none as nothing.
+ValueList picked_items(std::string_view filter, const Value& operand) {
+  return operand.is_none() ? ValueList{} : items_of(filter, operand);
+}
+
 Value select(std::string_view filter, const Value& operand, const CallArgs& args, bool by_attribute, bool keep) {
-  const ValueList items = items_of(filter, operand);
+  const ValueList items = picked_items(filter, operand);
   std::string attribute;
   std::size_t next = 0;
   if (by_attribute) attribute = name_argument(filter, args, next++);
@@ -121,7 +126,7 @@ Value select(std::string_view filter, const Value& operand, const CallArgs& args
 }
 
 Value map_items(const Value& operand, const CallArgs& args, const RenderLimits& limits) {
-  const ValueList items = items_of("map", operand);
+  const ValueList items = picked_items("map", operand);
   ValueList out;
   out.reserve(items.size());
   if (const Value* attribute = args.get(SIZE_MAX, "attribute")) {
