@@ -47,6 +47,22 @@ TEST(CliTemplateRender, PrintsExactlyWhatTheTemplateWrites) {
   EXPECT_EQ(with_model.out, "<s>|</s>");
 }
 
+TEST(CliTemplateRender, BatchRendersOneJsonLinePerContext) {
+  const std::string tmpl = temp_file("t.jinja", kTemplate);
+  const std::string contexts = temp_file(
+      "c.jsonl", R"({"messages": [{"role": "user", "content": "a"}], "bos_token": ""}
+{"messages": [{"role": "system", "content": "b"}]}
+
+{"messages": [{"role": "user", "content": "ü\n"}], "add_generation_prompt": true, "bos_token": ""}
+)");
+  const auto r = run_command(cli() + " template render --batch --chat-template-file " + tmpl + " --context " + contexts);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"text\":\"<user>a</user>\\n\"}\n"
+            "{\"error\":\"chat template: line 1, column 59: the template raised an error: System role not supported\"}\n"
+            "{\"text\":\"<user>ü</user>\\n<assistant>\"}\n");
+}
+
 TEST(CliTemplateRender, ErrorsAreReported) {
   const std::string tmpl = temp_file("t.jinja", kTemplate);
   const auto refused = run_command("echo '{\"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}' | " + cli() +

@@ -4,8 +4,9 @@
 // v3-tekken, v7), Phi-3.5, Gemma 2 and ChatML (committed in
 // ../chat_templates, as the models' tokenizer_config.json files carry them)
 // render every conversation below, with and without the generation prompt,
-// through `clmcache template render`; the output must match byte for byte,
-// and where the reference raises an error clmcache must fail with it.
+// through `clmcache template render --batch` (one run per template); the
+// output must match byte for byte, and where the reference raises an error
+// clmcache must fail with it.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -96,13 +97,20 @@ function referenceRender(tmpl, context) {
   }
 }
 
-function clmcacheRender(templateFile, context) {
-  const contextFile = path.join(workDir, 'context.json');
-  fs.writeFileSync(contextFile, JSON.stringify(context));
-  const r = spawnSync(binary, ['template', 'render', '--chat-template-file', templateFile, '--context', contextFile], {
-    encoding: 'utf8',
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, error: r.error };
+// Renders every context with one clmcache run; one result per context.
+function clmcacheRenderAll(templateFile, contexts) {
+  const contextFile = path.join(workDir, 'contexts.jsonl');
+  fs.writeFileSync(contextFile, contexts.map((c) => JSON.stringify(c)).join('\n') + '\n');
+  const r = spawnSync(
+    binary,
+    ['template', 'render', '--batch', '--chat-template-file', templateFile, '--context', contextFile],
+    { encoding: 'utf8', maxBuffer: 64 << 20 },
+  );
+  assert.equal(r.error, undefined, `cannot run ${binary}: ${r.error}`);
+  assert.equal(r.status, 0, r.stderr);
+  const results = r.stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line));
+  assert.equal(results.length, contexts.length, r.stdout);
+  return results;
 }
 
 test('CLMCACHE_BINARY names the clmcache binary', () => {
@@ -115,27 +123,29 @@ for (const [name, tmpl] of Object.entries(kTemplates)) {
     assert.equal(typeof tmpl.source, 'string');
     const templateFile = path.join(workDir, `${name}.jinja`);
     fs.writeFileSync(templateFile, tmpl.source);
-    let rendered = 0;
+    const cases = [];
     for (const [conversation, { messages, extra }] of Object.entries(kConversations)) {
       for (const addGenerationPrompt of [true, false]) {
         const context = { messages, add_generation_prompt: addGenerationPrompt, ...extra };
         if (tmpl.bos !== undefined) context.bos_token = tmpl.bos;
         if (tmpl.eos !== undefined) context.eos_token = tmpl.eos;
-        const what = `${name}, ${conversation}, add_generation_prompt=${addGenerationPrompt}`;
-        const want = referenceRender(tmpl, context);
-        const got = clmcacheRender(templateFile, context);
-        assert.equal(got.error, undefined, `${what}: cannot run ${binary}: ${got.error}`);
-        if (want.error !== undefined) {
-          assert.equal(got.status, 1, `${what}: the reference fails (${want.error}) but clmcache printed ${got.stdout}`);
-          // A message the template raises itself is passed on.
-          if (tmpl.source.includes(want.error)) assert.ok(got.stderr.includes(want.error), `${what}: ${got.stderr}`);
-          continue;
-        }
-        assert.equal(got.status, 0, `${what}: clmcache failed: ${got.stderr}`);
-        assert.equal(got.stdout, want.text, what);
-        ++rendered;
+        cases.push({ what: `${name}, ${conversation}, add_generation_prompt=${addGenerationPrompt}`, context });
       }
     }
+    const got = clmcacheRenderAll(templateFile, cases.map((c) => c.context));
+    let rendered = 0;
+    cases.forEach(({ what, context }, i) => {
+      const want = referenceRender(tmpl, context);
+      if (want.error !== undefined) {
+        assert.notEqual(got[i].error, undefined, `${what}: the reference fails (${want.error}) but clmcache wrote ${got[i].text}`);
+        // A message the template raises itself is passed on.
+        if (tmpl.source.includes(want.error)) assert.ok(got[i].error.includes(want.error), `${what}: ${got[i].error}`);
+        return;
+      }
+      assert.equal(got[i].error, undefined, `${what}: clmcache failed: ${got[i].error}`);
+      assert.equal(got[i].text, want.text, what);
+      ++rendered;
+    });
     // Most cases render; the rest are the template's own refusals.
     assert.ok(rendered >= Object.keys(kConversations).length, `${name}: only ${rendered} renderings`);
   });
