@@ -53,6 +53,22 @@ const user = (content) => ({ role: 'user', content });
 const assistant = (content) => ({ role: 'assistant', content });
 const system = (content) => ({ role: 'system', content });
 
+// A function in the OpenAI tools format.
+const kTools = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'The weather forecast for a city — in °C',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } },
+        required: ['city'],
+      },
+    },
+  },
+];
+
 // Each conversation with optional extra variables.
 const kConversations = {
   'one user message': { messages: [user('Hello!')] },
@@ -82,6 +98,24 @@ const kConversations = {
   },
   'reasoning in history': {
     messages: [user('What is 2+2?'), assistant('<think>\nSimple sum.\n</think>\n\nIt is 4.'), user('And 3+3?')],
+  },
+  'tools offered': {
+    messages: [system('Use tools when needed.'), user('Weather in Paris?')],
+    extra: { tools: kTools },
+  },
+  'a tool call and its result': {
+    messages: [
+      user('Weather in Paris?'),
+      {
+        role: 'assistant',
+        content: '',
+        tool_calls: [
+          { id: 'call12345', type: 'function', function: { name: 'get_weather', arguments: { city: 'Paris', days: 2 } } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call12345', content: '{"temperature": 21.5, "sky": "clear"}' },
+    ],
+    extra: { tools: kTools },
   },
   'template variables': {
     messages: [system('Be helpful.'), user('What day is it?')],
