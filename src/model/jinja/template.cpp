@@ -1,5 +1,7 @@
 #include "model/jinja/template.h"
 
+#include <new>
+
 #include "model/jinja/ast.h"
 #include "model/jinja/interpreter.h"
 #include "model/jinja/json.h"
@@ -43,6 +45,8 @@ Result<Template> Template::parse(std::string_view source) {
     program->body = jinja::parse(tokenize(source));
   } catch (const TemplateError& e) {
     return fail(locate(source, e));
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory while parsing the template");
   }
   return Template(std::move(program));
 }
