@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "app/chat_flags.h"
 #include "app/cli_flags.h"
 #include "app/commands.h"
 #include "app/stop_strings.h"
-#include "model/chat_template.h"
+#include "model/chat_renderer.h"
 
 namespace clm {
 
@@ -21,7 +22,7 @@ struct ChatFlags {
   EngineFlags engine;
   SamplerParams sampler;
   int n_predict = 256;
-  std::string format = "auto";
+  ChatTemplateFlags chat;
   std::string system;
 };
 
@@ -50,18 +51,9 @@ int chat(ChatFlags& f) {
   auto engine = load_engine(f.engine);
   if (!engine) return 1;
   const Tokenizer& tok = engine->model().tokenizer();
-  ChatFormat format;
-  if (f.format == "auto") {
-    format = detect_chat_format(engine->model().file(), tok);
-  } else {
-    auto parsed = parse_chat_format(f.format);
-    if (!parsed) {
-      std::fprintf(stderr, "clmcache: %s\n", parsed.error().message.c_str());
-      return 1;
-    }
-    format = *parsed;
-  }
-  std::fprintf(stderr, "chat format: %s. ", std::string(chat_format_name(format)).c_str());
+  const auto renderer = load_chat_renderer(f.chat, engine->model().file(), tok);
+  if (!renderer) return 1;
+  std::fprintf(stderr, "chat format: %s. ", std::string(renderer->name()).c_str());
   print_help();
 
   std::vector<ChatMessage> messages;
@@ -85,14 +77,19 @@ int chat(ChatFlags& f) {
       continue;
     }
     messages.push_back({"user", line});
-    const std::string prompt = render_chat(format, messages, /*add_generation_prompt=*/true);
-    const std::vector<int32_t> ids = tok.encode(prompt, /*add_special=*/true, /*parse_special=*/true);
+    const auto prompt = renderer->render(messages, /*add_generation_prompt=*/true);
+    if (!prompt) {
+      std::fprintf(stderr, "clmcache: %s\n", prompt.error().message.c_str());
+      messages.pop_back();
+      continue;
+    }
+    const std::vector<int32_t> ids = tok.encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
 
     GenerateOptions options;
     options.max_tokens = f.n_predict;
     options.sampler = f.sampler;
     StreamDecoder decoder(tok);
-    StopStringFilter stops(chat_stop_strings(format));
+    StopStringFilter stops(renderer->stop_strings());
     std::string reply;
     auto stats = engine->generate(ids, options, [&](const GeneratedToken& t) {
       const std::string out = stops.push(decoder.push(t.id));
@@ -128,7 +125,7 @@ void register_chat_command(CLI::App& app, int& exit_code) {
   add_engine_flags(*cmd, f->engine);
   add_sampler_flags(*cmd, f->sampler);
   cmd->add_option("-n,--n-predict", f->n_predict, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--chat-format", f->format, "auto, llama2, llama3, chatml, zephyr or plain");
+  add_chat_template_flags(*cmd, f->chat);
   cmd->add_option("--system", f->system, "system message at the start of the conversation");
   cmd->callback([f, &exit_code] { exit_code = chat(*f); });
 }

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "app/chat_flags.h"
 #include "app/cli_flags.h"
 #include "app/commands.h"
 #include "app/http_server.h"
@@ -20,7 +21,7 @@ struct ServeFlags {
   EngineFlags engine;
   SamplerParams sampler;
   ServerOptions server;
-  std::string chat_format;  // empty: detect from the model
+  ChatTemplateFlags chat;
   double shutdown_grace_s = 10.0;
 };
 
@@ -43,22 +44,15 @@ int serve(ServeFlags& f) {
 
   auto engine = load_engine(f.engine);
   if (!engine) return 1;
-  ChatFormat format = detect_chat_format(engine->model().file(), engine->model().tokenizer());
-  if (!f.chat_format.empty()) {
-    auto parsed = parse_chat_format(f.chat_format);
-    if (!parsed) {
-      std::fprintf(stderr, "clmcache: %s\n", parsed.error().message.c_str());
-      return 1;
-    }
-    format = *parsed;
-  }
+  auto renderer = load_chat_renderer(f.chat, engine->model().file(), engine->model().tokenizer());
+  if (!renderer) return 1;
   f.server.defaults.model_id = model_id_of(engine->options().model_path);
   f.server.defaults.sampler = f.sampler;
   f.server.defaults.max_tokens_limit = engine->options().n_ctx;
   f.server.defaults.max_tokens = std::min(f.server.defaults.max_tokens, engine->options().n_ctx);
   f.server.defaults.n_vocab = engine->model().tokenizer().n_vocab();
 
-  HttpServer server(*engine, f.server, format);
+  HttpServer server(*engine, f.server, *renderer);
   auto port = server.bind();
   if (!port) {
     std::fprintf(stderr, "clmcache: %s\n", port.error().message.c_str());
@@ -66,7 +60,7 @@ int serve(ServeFlags& f) {
   }
   engine->scheduler().start();
   std::printf("clmcache: serving %s (%s chat format) on http://%s:%d\n", f.server.defaults.model_id.c_str(),
-              std::string(chat_format_name(format)).c_str(), f.server.host.c_str(), *port);
+              std::string(renderer->name()).c_str(), f.server.host.c_str(), *port);
   std::fflush(stdout);
 
   std::thread waiter([&] {
@@ -107,8 +101,7 @@ void register_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
   cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (0: from --parallel)")
       ->check(CLI::Range(0, 4096));
-  cmd->add_option("--chat-format", flags->chat_format,
-                  "llama2, llama3, chatml, zephyr or plain (default: detected from the model)");
+  add_chat_template_flags(*cmd, flags->chat);
   cmd->add_option("--shutdown-grace", flags->shutdown_grace_s,
                   "seconds in-flight requests may finish after SIGTERM before they are cancelled")
       ->check(CLI::Range(0.0, 3600.0));

@@ -14,5 +14,6 @@ void register_chat_command(CLI::App& app, int& exit_code);
 void register_serve_command(CLI::App& app, int& exit_code);
 void register_eval_command(CLI::App& app, int& exit_code);
 void register_split_command(CLI::App& app, int& exit_code);
+void register_template_command(CLI::App& app, int& exit_code);
 
 }  // namespace clm

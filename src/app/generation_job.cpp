@@ -24,8 +24,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   const Tokenizer& tok = ctx.engine.model().tokenizer();
   std::vector<std::string> stops = r.stop;
   if (r.endpoint == ApiEndpoint::Chat) {
-    job->prompt_text_ = render_chat(ctx.chat_format, r.messages, /*add_generation_prompt=*/true);
-    for (auto& s : chat_stop_strings(ctx.chat_format)) stops.push_back(std::move(s));
+    auto rendered = ctx.chat.render(r.messages, /*add_generation_prompt=*/true);
+    if (!rendered) return std::unexpected(invalid_field_error("messages", rendered.error().message));
+    job->prompt_text_ = std::move(*rendered);
+    for (const auto& s : ctx.chat.stop_strings()) stops.push_back(s);
   } else {
     job->prompt_text_ = r.prompt;
   }

@@ -27,8 +27,8 @@ bool is_public(const std::string& path) { return path == "/" || path == "/health
 
 }  // namespace
 
-HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatFormat chat_format)
-    : ctx_(engine, std::move(options), chat_format) {
+HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatRenderer chat)
+    : ctx_(engine, std::move(options), std::move(chat)) {
   // Every running or queued request may hold a thread while it streams, plus
   // some for the cheap routes.
   const int threads = ctx_.options.http_threads > 0

@@ -15,7 +15,7 @@ namespace clm {
 
 class HttpServer {
  public:
-  HttpServer(Engine& engine, ServerOptions options, ChatFormat chat_format);
+  HttpServer(Engine& engine, ServerOptions options, ChatRenderer chat);
   ~HttpServer();
 
   // Binds the listening socket; returns the port (the chosen one for port 0).

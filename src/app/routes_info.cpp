@@ -81,7 +81,7 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
                    {{"n_ctx", ctx.engine.options().n_ctx},
                     {"n_vocab", ctx.engine.model().tokenizer().n_vocab()},
                     {"n_layer", config.n_layers},
-                    {"chat_format", std::string(chat_format_name(ctx.chat_format))}}}};
+                    {"chat_format", std::string(ctx.chat.name())}}}};
     reply_json(res, {{"object", "list"}, {"data", json::array({model})}});
   });
   server.Get("/stats", [&ctx](const httplib::Request&, httplib::Response& res) {

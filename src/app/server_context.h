@@ -11,7 +11,7 @@
 #include "app/server_metrics.h"
 #include "engine/engine.h"
 #include "engine/session_store.h"
-#include "model/chat_template.h"
+#include "model/chat_renderer.h"
 
 namespace clm {
 
@@ -27,12 +27,12 @@ struct ServerOptions {
 };
 
 struct ServerContext {
-  ServerContext(Engine& e, ServerOptions o, ChatFormat f)
-      : engine(e), options(std::move(o)), chat_format(f), sessions(options.session_timeout_s) {}
+  ServerContext(Engine& e, ServerOptions o, ChatRenderer c)
+      : engine(e), options(std::move(o)), chat(std::move(c)), sessions(options.session_timeout_s) {}
 
   Engine& engine;
   const ServerOptions options;
-  const ChatFormat chat_format;
+  const ChatRenderer chat;  // how chat messages become the prompt
   ServerMetrics metrics;
   SessionStore sessions;
   std::atomic<bool> draining{false};  // shutting down: new generations get 503

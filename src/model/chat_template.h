@@ -1,6 +1,8 @@
-// Chat templates: turns a conversation into the prompt text a chat model was
-// trained on, for a fixed set of well-known formats picked from GGUF metadata.
-// Rendering is append-only across turns, so multi-turn chat hits the prefix cache.
+// Hand-written chat formats: turns a conversation into the prompt text a chat
+// model was trained on, for a fixed set of well-known formats picked from GGUF
+// metadata. A model's own Jinja template comes first (chat_renderer.h); these
+// serve models without one and stay selectable by name. Rendering is
+// append-only across turns, so multi-turn chat hits the prefix cache.
 #pragma once
 
 #include <span>

@@ -1,0 +1,48 @@
+#include "app/chat_flags.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace clm {
+
+void add_chat_template_flags(CLI::App& cmd, ChatTemplateFlags& flags) {
+  cmd.add_option("--chat-format", flags.format,
+                 "auto (the model's Jinja chat template, else detected), jinja (the template, required), "
+                 "llama2, llama3, chatml, zephyr or plain");
+  cmd.add_option("--chat-template-file", flags.template_file,
+                 "a Jinja chat template to use instead of the model's");
+}
+
+Result<std::string> read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return fail("cannot read " + path);
+  return ss.str();
+}
+
+std::optional<ChatRenderer> load_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
+                                               const Tokenizer& tokenizer) {
+  ChatRendererChoice choice;
+  choice.format = flags.format;
+  if (!flags.template_file.empty()) {
+    auto source = read_text_file(flags.template_file);
+    if (!source) {
+      std::fprintf(stderr, "clmcache: --chat-template-file: %s\n", source.error().message.c_str());
+      return std::nullopt;
+    }
+    choice.template_source = std::move(*source);
+  }
+  std::string warning;
+  auto renderer = choose_chat_renderer(file, tokenizer, choice, &warning);
+  if (!renderer) {
+    std::fprintf(stderr, "clmcache: %s\n", renderer.error().message.c_str());
+    return std::nullopt;
+  }
+  if (!warning.empty()) std::fprintf(stderr, "clmcache: warning: %s\n", warning.c_str());
+  return std::move(*renderer);
+}
+
+}  // namespace clm

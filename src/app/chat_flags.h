@@ -1,0 +1,32 @@
+// The flags that choose how chat and serve turn conversations into prompts:
+// --chat-format and --chat-template-file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "model/chat_renderer.h"
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct ChatTemplateFlags {
+  std::string format = "auto";
+  std::string template_file;  // empty: none
+};
+
+void add_chat_template_flags(CLI::App& cmd, ChatTemplateFlags& flags);
+
+// The whole file as text.
+Result<std::string> read_text_file(const std::string& path);
+
+// Reads the template file, chooses the renderer and prints a fallback
+// warning to stderr. Errors are printed; nullopt on failure.
+std::optional<ChatRenderer> load_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
+                                               const Tokenizer& tokenizer);
+
+}  // namespace clm
