@@ -10,6 +10,7 @@
 #include "memory_bench.h"
 #include "model/synthetic_model.h"
 #include "model_bench.h"
+#include "rag_bench.h"
 #include "reuse_bench.h"
 
 namespace clm {
@@ -127,6 +128,32 @@ int bench_reuse(ReuseBenchFlags& f) {
   return report(f.options, *r, f.format, f.json_path);
 }
 
+struct RagBenchFlags {
+  RagBenchOptions options;
+  std::string blend_ratio;  // a share in [0, 1] or "auto"; empty: the engine's default
+  std::string format = "md";
+  std::string json_path;  // also write the JSON here
+};
+
+int bench_rag(RagBenchFlags& f) {
+  if (!f.blend_ratio.empty()) {
+    const auto choice = parse_blend_ratio(f.blend_ratio);
+    if (!choice) {
+      std::fprintf(stderr, "clmcache: --blend-ratio must be a number in [0, 1] or auto, not '%s'\n",
+                   f.blend_ratio.c_str());
+      return 1;
+    }
+    f.options.blend = *choice;
+  }
+  if (!resolve_bench_model(f.options.model_path)) return 1;
+  auto r = run_rag_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  return report(f.options, *r, f.format, f.json_path);
+}
+
 }  // namespace
 
 void register_bench_command(CLI::App& app, int& exit_code) {
@@ -191,6 +218,31 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   reuse->add_option("--dump-prompts", rf->dump_prompts,
                     "write the prompts as token ids ({base, edit, insert, delete}) to this file and measure nothing");
   reuse->callback([rf, &exit_code] { exit_code = bench_reuse(*rf); });
+
+  auto gf = std::make_shared<RagBenchFlags>();
+  RagBenchOptions& go = gf->options;
+  CLI::App* rag = bench->add_subcommand(
+      "rag", "RAG prompts: TTFT of shuffled precomputed document chunks with reuse off, prefix, shift and blend");
+  rag->add_option("-m,--model", go.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  rag->add_option("-t,--threads", go.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  rag->add_option("--block-size", go.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  rag->add_option("--batch", go.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  rag->add_option("--system-tokens", go.system_tokens, "tokens of the system prompt, BOS included")
+      ->check(CLI::Range(2, 1 << 20));
+  rag->add_option("--chunks", go.chunks, "chunks drawn per request (K)")->check(CLI::Range(1, 4096));
+  rag->add_option("--chunk-tokens", go.chunk_tokens, "tokens per chunk (C)")->check(CLI::Range(1, 1 << 20));
+  rag->add_option("--pool", go.pool, "chunks computed before the requests (P)")->check(CLI::Range(1, 1 << 16));
+  rag->add_option("--question-tokens", go.question_tokens, "tokens of the question")->check(CLI::Range(1, 1 << 20));
+  rag->add_option("-r,--repetitions", go.repetitions, "requests, each run in every mode")->check(CLI::Range(1, 1000));
+  rag->add_option("--reuse-lead", go.reuse_lead, "shift and blend compute the first K tokens of each reused span")
+      ->check(CLI::Range(0, 1 << 20));
+  rag->add_option("--blend-ratio", gf->blend_ratio, "share of copied tokens blend recomputes, or auto");
+  rag->add_option("--agree", go.agree_tokens, "greedy tokens generated and compared with mode off")
+      ->check(CLI::Range(1, 1024));
+  rag->add_option("--seed", go.seed, "seed of the chunk draws");
+  rag->add_option("-o,--output", gf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  rag->add_option("--json", gf->json_path, "also write the results as JSON to this file");
+  rag->callback([gf, &exit_code] { exit_code = bench_rag(*gf); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
   CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");
