@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 
+#include "bench_requests.h"
 #include "engine/engine.h"
 #include "rag_prompts.h"
 
@@ -15,28 +16,10 @@ namespace clm {
 namespace {
 
 GenerateOptions greedy(int max_tokens, ReuseMode mode, const BlendChoice& blend) {
-  GenerateOptions g;
-  g.max_tokens = max_tokens;
-  g.stop_at_end_of_generation = false;  // the same amount of work in every mode
-  g.sampler.temperature = 0.0f;
-  g.reuse = mode;
+  GenerateOptions g = greedy_request(max_tokens, mode);
   g.blend_ratio = blend.ratio;
   g.blend_adaptive = blend.adaptive;
   return g;
-}
-
-Result<GenerationStats> generate(Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& g,
-                                 std::vector<int32_t>* tokens) {
-  auto stats = engine.generate(prompt, g, [tokens](const GeneratedToken& t) {
-    if (tokens) tokens->push_back(t.id);
-    return true;
-  });
-  if (!stats) return fail("bench rag: " + stats.error().message);
-  // Every prompt token's K/V came from exactly one place.
-  if (stats->reuse.total() != static_cast<int>(prompt.size()))
-    return fail("bench rag: reuse counts add up to " + std::to_string(stats->reuse.total()) + ", not " +
-                std::to_string(prompt.size()));
-  return stats;
 }
 
 // Empties the cache and computes the system prompt and every chunk of the
@@ -47,15 +30,10 @@ Status warm(Engine& engine, const RagCorpus& corpus, const BlendChoice& blend) {
   // No scheduler loop runs, so this thread may touch the cache.
   engine.scheduler().cache().clear_cached();
   const GenerateOptions g = greedy(0, ReuseMode::Off, blend);
-  if (auto s = generate(engine, corpus.system, g, nullptr); !s) return std::unexpected(s.error());
+  if (auto s = generate_counted(engine, corpus.system, g, nullptr, "rag"); !s) return std::unexpected(s.error());
   for (const auto& chunk : corpus.chunks)
-    if (auto s = generate(engine, chunk, g, nullptr); !s) return std::unexpected(s.error());
+    if (auto s = generate_counted(engine, chunk, g, nullptr, "rag"); !s) return std::unexpected(s.error());
   return {};
-}
-
-int leading_agreement(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-  return static_cast<int>(ia - a.begin());
 }
 
 void add(ReuseCounts& sum, const ReuseCounts& c) {
@@ -140,7 +118,8 @@ Result<RagBenchResult> run_rag_bench(const RagBenchOptions& o) {
       // the system prompt and the pool alone.
       if (auto ok = warm(e, *corpus, o.blend); !ok) return std::unexpected(ok.error());
       std::vector<int32_t> tokens;
-      auto s = generate(e, request.prompt, greedy(o.agree_tokens, runs.mode, o.blend), &tokens);
+      auto s =
+          generate_counted(e, request.prompt, greedy(o.agree_tokens, runs.mode, o.blend), &tokens, "rag");
       if (!s) return std::unexpected(s.error());
       ttft[m].push_back(s->time_to_first_token_s);
       add(runs.reuse, s->reuse);

@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 
+#include "bench_requests.h"
 #include "engine/engine.h"
 #include "reuse_prompts.h"
 
@@ -18,34 +19,6 @@ struct Scenario {
   const char* name;
   const std::vector<int32_t>* prompt;
 };
-
-GenerateOptions greedy(int max_tokens, ReuseMode mode) {
-  GenerateOptions g;
-  g.max_tokens = max_tokens;
-  g.stop_at_end_of_generation = false;  // the same amount of work in every mode
-  g.sampler.temperature = 0.0f;
-  g.reuse = mode;
-  return g;
-}
-
-Result<GenerationStats> generate(Engine& engine, std::span<const int32_t> prompt, const GenerateOptions& g,
-                                 std::vector<int32_t>* tokens) {
-  auto stats = engine.generate(prompt, g, [tokens](const GeneratedToken& t) {
-    if (tokens) tokens->push_back(t.id);
-    return true;
-  });
-  if (!stats) return fail("bench reuse: " + stats.error().message);
-  // Every prompt token's K/V came from exactly one place.
-  if (stats->reuse.total() != static_cast<int>(prompt.size()))
-    return fail("bench reuse: reuse counts add up to " + std::to_string(stats->reuse.total()) + ", not " +
-                std::to_string(prompt.size()));
-  return stats;
-}
-
-int leading_agreement(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-  const auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-  return static_cast<int>(ia - a.begin());
-}
 
 bool same_counts(const ReuseCounts& a, const ReuseCounts& b) {
   return a.prefix == b.prefix && a.shift == b.shift && a.recomputed == b.recomputed && a.computed == b.computed;
@@ -66,9 +39,10 @@ Result<ReuseScenarioResult> run_scenario(Engine& engine, const ReuseBenchOptions
       runs.mode = kBenchReuseModes[m];
       // No scheduler loop runs, so this thread may touch the cache.
       engine.scheduler().cache().clear_cached();
-      if (auto a = generate(engine, base, greedy(1, ReuseMode::Prefix), nullptr); !a) return std::unexpected(a.error());
+      auto warm = generate_counted(engine, base, greedy_request(1, ReuseMode::Prefix), nullptr, "reuse");
+      if (!warm) return std::unexpected(warm.error());
       std::vector<int32_t> tokens;
-      auto b = generate(engine, *sc.prompt, greedy(o.agree_tokens, runs.mode), &tokens);
+      auto b = generate_counted(engine, *sc.prompt, greedy_request(o.agree_tokens, runs.mode), &tokens, "reuse");
       if (!b) return std::unexpected(b.error());
       ttft[m].push_back(b->time_to_first_token_s);
       if (rep == 0) {
