@@ -2,54 +2,16 @@
 // of every supported vocabulary must match exactly.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "support/test_paths.h"
+#include "support/vocab_vectors.h"
 
 namespace clm {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::vector<std::string> split_cases(const std::string& text) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t at = text.find(sep, pos);
-    if (at == std::string::npos) {
-      cases.push_back(text.substr(pos));
-      break;
-    }
-    cases.push_back(text.substr(pos, at - pos));
-    pos = at + sep.size();
-  }
-  return cases;
-}
-
-std::vector<std::vector<int32_t>> read_expected(const std::string& path) {
-  std::vector<std::vector<int32_t>> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream ls(line);
-    std::vector<int32_t> ids;
-    int64_t id = 0;
-    while (ls >> id) ids.push_back(static_cast<int32_t>(id));
-    out.push_back(std::move(ids));
-  }
-  return out;
-}
 
 std::string show(const std::vector<int32_t>& ids) {
   std::string s;
@@ -66,8 +28,8 @@ TEST_P(VocabVectors, EveryCaseMatches) {
   auto tok = Tokenizer::from_gguf(*file);
   ASSERT_TRUE(tok) << tok.error().message;
 
-  const auto cases = split_cases(read_all(test::shared_file(base + ".inp")));
-  const auto expected = read_expected(test::shared_file(base + ".out"));
+  const auto cases = test::read_vocab_cases(test::shared_file(base + ".inp"));
+  const auto expected = test::read_vocab_expected(test::shared_file(base + ".out"));
   // The reference file has one line per case; a trailing separator leaves a
   // final empty case with no line of its own.
   ASSERT_GE(cases.size(), 40u);
