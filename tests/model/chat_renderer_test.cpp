@@ -13,39 +13,22 @@
 
 #include "model/chat_renderer.h"
 #include "model/gguf.h"
-#include "model/gguf_writer.h"
 #include "model/synthetic_vocab.h"
 #include "model/tokenizer.h"
+#include "support/vocab_model.h"
 
 namespace clm {
 namespace {
 
-struct Model {
-  std::vector<std::byte> bytes;  // the parsed file views into these
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tok;
-};
+using Model = test::VocabModel;
 
 // A vocabulary-only GGUF ("llama": SentencePiece, adds <s>; "gpt2": ChatML
 // control tokens, adds no BOS), with a chat template when one is given.
 Model make_model(const char* vocab_model, const std::string& chat_template) {
-  Model m;
   auto vocab = make_synthetic_vocab(vocab_model, 400);
   EXPECT_TRUE(vocab) << vocab.error().message;
-  if (!vocab) return m;
-  GgufWriter w;
-  w.add_string("general.architecture", "llama");
-  add_vocab_metadata(w, *vocab);
-  if (!chat_template.empty()) w.add_string("tokenizer.chat_template", chat_template);
-  m.bytes = w.serialize();
-  auto file = GgufFile::parse(m.bytes);
-  EXPECT_TRUE(file) << file.error().message;
-  if (!file) return m;
-  m.file = std::make_unique<GgufFile>(std::move(*file));
-  auto tok = Tokenizer::from_gguf(*m.file);
-  EXPECT_TRUE(tok) << tok.error().message;
-  if (tok) m.tok = std::move(*tok);
-  return m;
+  if (!vocab) return {};
+  return test::make_vocab_model(*vocab, chat_template);
 }
 
 // A committed template of a real model; a missing file fails the test.

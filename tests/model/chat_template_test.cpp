@@ -10,10 +10,10 @@
 
 #include "model/chat_template.h"
 #include "model/gguf.h"
-#include "model/gguf_writer.h"
 #include "model/synthetic_vocab.h"
 #include "model/tokenizer.h"
 #include "support/test_paths.h"
+#include "support/vocab_model.h"
 
 namespace clm {
 namespace {
@@ -21,28 +21,10 @@ namespace {
 constexpr ChatFormat kAllFormats[] = {ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::ChatML,
                                       ChatFormat::Zephyr, ChatFormat::Plain};
 
-struct Model {
-  std::vector<std::byte> bytes;  // the parsed file views into these
-  std::unique_ptr<GgufFile> file;
-  std::unique_ptr<Tokenizer> tok;
-};
+using Model = test::VocabModel;
 
-// A vocabulary-only GGUF, with a chat template when `chat_template` is non-empty.
 Model make_model(const SyntheticVocab& vocab, const std::string& chat_template) {
-  Model m;
-  GgufWriter w;
-  w.add_string("general.architecture", "llama");
-  add_vocab_metadata(w, vocab);
-  if (!chat_template.empty()) w.add_string("tokenizer.chat_template", chat_template);
-  m.bytes = w.serialize();
-  auto file = GgufFile::parse(m.bytes);
-  EXPECT_TRUE(file) << file.error().message;
-  if (!file) return m;
-  m.file = std::make_unique<GgufFile>(std::move(*file));
-  auto tok = Tokenizer::from_gguf(*m.file);
-  EXPECT_TRUE(tok) << tok.error().message;
-  if (tok) m.tok = std::move(*tok);
-  return m;
+  return test::make_vocab_model(vocab, chat_template);
 }
 
 SyntheticVocab vocab(const char* model) {
