@@ -1,0 +1,38 @@
+// CacheTier: a store of full KV blocks below the RAM pool (DESIGN.md "Tiers
+// and persistence"): the local disk, an SQLite file, Redis. A tier is built
+// for one model fingerprint and one KV geometry and checks every entry it
+// reads against them; an entry that fails a check is a miss, never an error.
+// Calls may block on I/O: the cache manager never calls a tier on the
+// scheduler's thread or under its lock (reads happen before admission,
+// writes go through a background writer).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "tier/tier_entry.h"
+
+namespace clm {
+
+class CacheTier {
+ public:
+  virtual ~CacheTier() = default;
+
+  // A short name for logs and stats: "disk", "sqlite", "redis".
+  virtual std::string name() const = 0;
+  // How many keys at the start of chain (parent first) are present. Cheap:
+  // looks at the index, not at the bytes.
+  virtual std::size_t exists(std::span<const BlockKey> chain) = 0;
+  // The entry stored under key, checked (fingerprint, key, geometry,
+  // checksum); nullopt when absent or unusable.
+  virtual std::optional<TierEntry> get(BlockKey key) = 0;
+  // Stores an entry; false when it was refused (no space, size cap, tier
+  // unavailable). Never throws.
+  virtual bool put(const TierEntry& entry) = 0;
+  // Forgets the entry under key (no-op when absent).
+  virtual void remove(BlockKey key) = 0;
+};
+
+}  // namespace clm

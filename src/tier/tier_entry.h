@@ -1,0 +1,36 @@
+// TierEntry: one full KV block as a storage tier below RAM holds it (disk,
+// SQLite, Redis). It carries everything needed to check it before use
+// (DESIGN.md promise 2): the model fingerprint, its key and its parent's,
+// the tokens and positions it was computed for, the geometry of its bytes,
+// and a checksum over all of that.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cache/block_key.h"
+#include "kernels/kv_geometry.h"
+
+namespace clm {
+
+struct TierEntry {
+  uint64_t model_fingerprint = 0;
+  BlockKey key = kNoKey;
+  BlockKey parent = kNoKey;          // kNoKey for the first block of a chain
+  std::vector<int32_t> tokens;       // geometry.block_size token ids
+  std::vector<int32_t> positions;    // the position each token's K was rotated to
+  KvGeometry geometry;               // the layout of kv (the pool's block layout)
+  std::vector<std::byte> kv;         // geometry.block_bytes() bytes
+};
+
+// A 64-bit checksum over the entry's metadata and bytes; a stored entry
+// whose recomputed checksum differs is damaged.
+uint64_t entry_checksum(const TierEntry& entry);
+
+// Why an entry read back cannot be used, or empty when it can: the shape is
+// consistent and it belongs to this model and this key.
+const char* entry_defect(const TierEntry& entry, uint64_t model_fingerprint, BlockKey key,
+                         const KvGeometry& geometry);
+
+}  // namespace clm
