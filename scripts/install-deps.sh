@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libxxhash-dev libbenchmark-dev
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libre2-dev
+  libboost-dev libsqlite3-dev libhiredis-dev redis-server
   chromium
 )
 # The server's client tests (tests/app/node) need node and npm; a Node.js
