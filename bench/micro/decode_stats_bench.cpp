@@ -1,7 +1,9 @@
 // What collecting attention statistics (kv_view.h) costs a decode step: one
 // token of a 110M-parameter llama-shaped synthetic model (Q8_0 weights, f16
 // KV) over a filled context, with statistics off (0) and on (1), side by
-// side: `build/clmcache_microbench --benchmark_filter=DecodeStep`.
+// side: `build/clmcache_microbench --benchmark_filter=DecodeStep
+// --benchmark_enable_random_interleaving=true`. One thread, so that the CPU
+// column holds the whole step's work even on a machine others load.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -23,7 +25,7 @@ struct DecodeRig {
   std::unique_ptr<KvPool> pool;
   KvGeometry g;
   BlockTable table{32};
-  ThreadPool threads{2};
+  ThreadPool threads{1};
   std::vector<float> mass, logits;
   std::vector<uint32_t> queries;
   int n_ctx = 0;
@@ -84,7 +86,7 @@ BENCHMARK(BM_DecodeStep)
     ->Args({2048, 0})
     ->Args({2048, 1})
     ->Unit(benchmark::kMillisecond)
-    ->Repetitions(3);
+    ->Repetitions(5);
 
 }  // namespace
 }  // namespace clm
