@@ -39,7 +39,7 @@ def case(rng, i):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--cases", type=int, default=40)
+    ap.add_argument("--cases", type=int, default=120)
     ap.add_argument("--out", default=os.path.join(HERE, "..", "eval", "cases", "long_stories.json"))
     a = ap.parse_args()
     rng = random.Random(a.seed)
