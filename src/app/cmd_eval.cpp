@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "evict_cases.h"
+#include "evict_eval.h"
 #include "reuse_cases.h"
 #include "reuse_eval.h"
 #include "reuse_report.h"
@@ -79,6 +81,90 @@ int eval_reuse(ReuseEvalFlags& f) {
   return 0;
 }
 
+struct EvictEvalFlags {
+  EvictEvalOptions options;
+  std::string cases_path;
+  std::vector<std::string> policies = {"window", "sinks-window", "h2o", "attention"};
+  std::vector<std::string> protect;
+  bool no_protect = false;
+  std::string kv_type = "f16";
+};
+
+int eval_evict(EvictEvalFlags& f) {
+  f.options.policies.clear();
+  for (const auto& name : f.policies) {
+    const auto kind = parse_evict_kind(name);
+    if (!kind) {
+      std::fprintf(stderr, "clmcache: unknown eviction policy '%s' (window, sinks-window, h2o, attention)\n",
+                   name.c_str());
+      return 1;
+    }
+    f.options.policies.push_back(*kind);
+  }
+  if (f.no_protect)
+    f.options.policy.protect_patterns.clear();
+  else if (!f.protect.empty())
+    f.options.policy.protect_patterns = f.protect;
+  f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
+  auto cases = load_evict_cases(f.cases_path);
+  if (!cases) {
+    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
+    return 1;
+  }
+  if (::isatty(STDERR_FILENO)) {
+    f.options.on_case = [](std::size_t i, std::size_t n) {
+      std::fprintf(stderr, "\reval evict: case %zu/%zu", i + 1, n);
+      if (i + 1 == n) std::fprintf(stderr, "\n");
+    };
+  }
+  auto r = run_evict_eval(f.options, *cases);
+  if (!r) {
+    if (f.options.on_case) std::fprintf(stderr, "\n");
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::cout << evict_markdown(*r);
+  return 0;
+}
+
+void register_eval_evict(CLI::App* eval, int& exit_code) {
+  auto ef = std::make_shared<EvictEvalFlags>();
+  EvictEvalOptions& o = ef->options;
+  EvictOptions& p = o.policy;
+  CLI::App* evict = eval->add_subcommand(
+      "evict", "ΔNLL and top-1 agreement of a continuation when eviction policies forget part of a long prompt");
+  evict->add_option("--cases", ef->cases_path, "cases file (JSON; see docs/QUALITY.md)")->required();
+  evict->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  evict->add_option("--policies", ef->policies, "policies to compare (window, sinks-window, h2o, attention)")
+      ->delimiter(',');
+  evict->add_option("--budgets", o.budgets, "shares of the prompt kept, each in (0, 1]")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
+  evict->add_option("--prompt-tokens", o.prompt_tokens, "prompt length in tokens, BOS included")
+      ->check(CLI::Range(2, 1 << 20));
+  evict->add_option("--continuation-tokens", o.continuation_tokens, "tokens teacher-forced after the prompt")
+      ->check(CLI::Range(1, 1 << 16));
+  evict->add_option("--chunk-tokens", o.chunk_tokens, "prefill chunk; the policy runs between chunks")
+      ->check(CLI::Range(1, 1 << 16));
+  evict->add_option("--evict-block", p.block_tokens, "tokens per policy block")->check(CLI::Range(1, 4096));
+  evict->add_option("--aggregate-every", p.aggregate_every, "processed tokens between aggregations")
+      ->check(CLI::Range(1, 1 << 20));
+  evict->add_option("--decay", p.decay, "share of a block's previous score an aggregation keeps, in [0, 1)");
+  evict->add_option("--candidate-fraction", p.candidate_fraction, "blocks under this x the mean score are candidates")
+      ->check(CLI::Range(0.0, 1e6));
+  evict->add_option("--sink-blocks", p.sink_blocks, "first blocks never evicted")->check(CLI::Range(0, 1 << 20));
+  evict->add_option("--recent-tokens", p.recent_tokens, "blocks touching the last this many tokens are never evicted")
+      ->check(CLI::Range(1, 1 << 20));
+  evict->add_option("--top-share", p.top_share, "blocks in this top share of an aggregation are never evicted ...")
+      ->check(CLI::Range(0.0, 1.0));
+  evict->add_option("--top-history", p.top_history, "... for this many aggregations")->check(CLI::Range(0, 1 << 16));
+  evict->add_option("--protect", ef->protect, "protect rule (RE2); repeat for several; replaces the defaults");
+  evict->add_flag("--no-protect", ef->no_protect, "no protect rules");
+  evict->add_option("--kv-type", ef->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  evict->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  evict->callback([ef, &exit_code] { exit_code = eval_evict(*ef); });
+}
+
 }  // namespace
 
 void register_eval_command(CLI::App& app, int& exit_code) {
@@ -115,6 +201,7 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   reuse->add_option("-o,--output", rf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
   reuse->callback([rf, &exit_code] { exit_code = eval_reuse(*rf); });
+  register_eval_evict(eval, exit_code);
 }
 
 }  // namespace clm

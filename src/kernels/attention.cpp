@@ -66,6 +66,12 @@ void softmax(const AttnKernels& a, float* s, int end, bool f16) {
   a.scale_row(s, n, static_cast<float>(1.0 / sum), f16);
 }
 
+// Eviction statistics: each slot's probability added to its running mass.
+// Plain element-wise adds, which the compiler vectorises on any path.
+void add_row(const float* p, int n, float* mass) {
+  for (int s = 0; s < n; ++s) mass[s] += p[s];
+}
+
 }  // namespace
 
 void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& g, int layer,
@@ -106,15 +112,14 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
     pv(scratch + s, hv.slot_row(s) + hv.v_off, hv.row, n, hd, oh);
     s += n;
   }
-  if (slot_mass)
-    for (int s = 0; s < end; ++s)
-      if (visible(s)) slot_mass[s] += scratch[s];
+  // Masked slots hold probability +0 here, so adding them changes nothing.
+  if (slot_mass) add_row(scratch, end, slot_mass);
 }
 
 void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries, int n_heads, int head,
                              const KvGeometry& g, int layer, std::byte* const* blocks, const int32_t* slot_positions,
                              int n_slots, const int32_t* query_pos, float scale, float* out, std::size_t out_stride,
-                             float* scratch) {
+                             float* scratch, float* slot_mass) {
   assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
   assert(n_queries >= 1 && n_queries <= kMaxGroupQueries);
   const AttnKernels& a = active_attn_kernels();
@@ -178,6 +183,10 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
     any[i] = query_pos[i] >= least;
     if (any[i]) softmax(a, scores + i * ns, end, hv.f16);
   }
+  // Masked slots hold probability +0 here, so adding them changes nothing.
+  if (slot_mass)
+    for (std::size_t i = 0; i < nq; ++i)
+      if (any[i]) add_row(scores + i * ns, end, slot_mass);
 
   // Each V row is converted once (exactly) for all queries; the f32 p.v on
   // the converted rows is bitwise the f16 one on the stored rows.

@@ -54,10 +54,12 @@ inline std::size_t attend_group_scratch_floats(int n_queries, int n_slots, int h
 // alone: the operations per query and their order are the same, so a token's
 // result does not depend on which tokens share its group.
 // scratch: attend_group_scratch_floats(n_queries, n_slots, g.head_dim) floats.
+// slot_mass: null, or n_slots floats to which each slot's probability is
+// added, query after query in group order (a query's masked slots add 0).
 void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries, int n_heads, int head,
                              const KvGeometry& g, int layer, std::byte* const* blocks, const int32_t* slot_positions,
                              int n_slots, const int32_t* query_pos, float scale, float* out, std::size_t out_stride,
-                             float* scratch);
+                             float* scratch, float* slot_mass = nullptr);
 
 // Stores one token's k, v ([n_kv_heads][head_dim] f32) at row offset_in_block
 // of `block` for `layer`, converted to g.type (f16: round to nearest even).

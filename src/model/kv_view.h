@@ -17,6 +17,14 @@ constexpr int32_t kEmptySlot = -1;
 struct KvSeqView {
   std::span<std::byte* const> blocks;        // block base pointers, slot / block_size indexes
   std::span<const int32_t> slot_positions;   // position of each slot, kEmptySlot if unfilled
+  // Attention statistics for eviction, in buffers the sequence owns; empty
+  // (the default) collects nothing and costs nothing. When given, both are as
+  // long as slot_positions, and a forward call adds to slot_mass[s] the
+  // softmax probability slot s received, summed over every layer, head and
+  // query of the sequence in the call, and to slot_queries[s] the number of
+  // those queries that could see slot s.
+  std::span<float> slot_mass = {};
+  std::span<uint32_t> slot_queries = {};
 };
 
 struct KvView {

@@ -6,6 +6,7 @@
 #include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
+#include "model/attention_stats.h"
 
 namespace clm {
 
@@ -81,6 +82,17 @@ Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logi
     if (s.slot_positions[static_cast<std::size_t>(t.slot)] != t.pos)
       return fail("forward: slot position does not match token position");
     if (t.probe && t.want_logits) return fail("forward: a probe token cannot return logits");
+    // A probe stops part way, so its attention would count in some layers only.
+    if (t.probe && !s.slot_mass.empty())
+      return fail("forward: a sequence that collects attention statistics cannot hold probe tokens");
+  }
+  for (std::size_t i = 0; i < kv.seqs.size(); ++i) {
+    const KvSeqView& s = kv.seqs[i];
+    const bool mass = !s.slot_mass.empty(), queries = !s.slot_queries.empty();
+    if (mass != queries || (mass && (s.slot_mass.size() != s.slot_positions.size() ||
+                                     s.slot_queries.size() != s.slot_positions.size())))
+      return fail("forward: sequence " + std::to_string(i) +
+                  "'s attention statistics need slot_mass and slot_queries, each as long as its slots");
   }
   const std::size_t n_probes = static_cast<std::size_t>(batch.n_probes());
   if (n_probes > 0 && (batch.probe_layer < 1 || batch.probe_layer >= config_.n_layers))
@@ -112,6 +124,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   std::span<const BatchToken> rows = batch.tokens;
   std::size_t T = rows.size();
   const bool has_probes = batch.n_probes() > 0;
+  const bool stats = any_attention_stats(kv);
 
   grow(s_.x, T * E);            // [T][E] residual stream
   grow(s_.xn, T * E);           // [T][E] normed input / sublayer output
@@ -209,6 +222,9 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       arrange_attention();
     }
     const int n_rows = static_cast<int>(T);
+    if (stats)
+      stats_.begin_layer(rows, kv, c.n_heads,
+                         by_head ? std::span<const std::size_t>{} : std::span<const std::size_t>(s_.att_groups));
     if (by_head) {
       pool.parallel_for(T * H, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
@@ -217,7 +233,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
           const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
           attend_paged_head(s_.q.data() + t * Q, c.n_heads, static_cast<int>(i % H), g, layer, sv.blocks.data(),
                             sv.slot_positions.data(), static_cast<int>(sv.slot_positions.size()), bt.pos, scale,
-                            s_.attn.data() + t * Q, s_.att_scores.data() + i * att_stride, nullptr);
+                            s_.attn.data() + t * Q, s_.att_scores.data() + i * att_stride,
+                            stats ? stats_.partial(t, static_cast<int>(i % H)) : nullptr);
         }
       });
     } else {
@@ -240,10 +257,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
           attend_paged_head_group(s_.q.data() + t * Q, Q, n_q, c.n_heads, static_cast<int>(i % H), g, layer,
                                   sv.blocks.data(), sv.slot_positions.data(),
                                   static_cast<int>(sv.slot_positions.size()), pos, scale, s_.attn.data() + t * Q, Q,
-                                  scratch.data());
+                                  scratch.data(), stats ? stats_.partial(gi, static_cast<int>(i % H)) : nullptr);
         }
       });
     }
+    if (stats) stats_.end_layer(kv, pool);
     matmul(w.wo, s_.attn.data(), n_rows, xn, pool);
     per_token([&](std::size_t t) {
       add_in_place(x + t * E, xn + t * E, E);
@@ -259,6 +277,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     matmul(w.w_down, s_.ffn_gate.data(), n_rows, xn, pool);
     per_token([&](std::size_t t) { add_in_place(x + t * E, xn + t * E, E); });
   }
+
+  if (stats) count_attention_queries(rows, kv);
 
   // Output head, only for the rows that want logits.
   const std::size_t n_out = static_cast<std::size_t>(batch.n_outputs());

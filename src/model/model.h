@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/attention_stats.h"
 #include "model/batch.h"
 #include "model/gguf.h"
 #include "model/kv_view.h"
@@ -47,7 +48,8 @@ class Model {
   // rows with want_logits are written in batch order to `logits`
   // ([n_outputs][n_vocab]). Probe tokens (batch.h) stop at the probe layer;
   // their deviations go, in batch order, to `probe_deviation`
-  // ([n_probes]). Not reentrant: one call at a time per Model.
+  // ([n_probes]). Sequences whose view asks for attention statistics
+  // (kv_view.h) get them added. Not reentrant: one call at a time per Model.
   Status forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool,
                  std::span<float> probe_deviation = {});
 
@@ -70,6 +72,7 @@ class Model {
     std::vector<std::size_t> att_groups;  // first batch token of each attention group, then T
     std::vector<BatchToken> rows;         // the rows left once probes have stopped
   } s_;
+  AttentionStatsCollector stats_;  // used only when a sequence asks for statistics
 };
 
 }  // namespace clm

@@ -243,6 +243,87 @@ TEST(Attention, GroupOfQueriesMatchesSingleQueryBitwise) {
   }
 }
 
+// The softmax probabilities of one query head over the slots, in double: the
+// reference of the eviction statistics (q and p rounded as the kernel does).
+std::vector<double> reference_probabilities(const Scenario& sc, const Arena& arena, const float* q, int head,
+                                            int32_t query_pos) {
+  const int hd = sc.g.head_dim;
+  const int kvh = head / (sc.n_heads / sc.g.n_kv_heads);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  std::vector<double> p(static_cast<std::size_t>(sc.n_slots), 0.0);
+  double max = -INFINITY;
+  std::vector<bool> seen(p.size(), false);
+  for (int s = 0; s < sc.n_slots; ++s) {
+    const int32_t pos = sc.positions[static_cast<std::size_t>(s)];
+    if (pos == -1 || pos > query_pos) continue;
+    const std::byte* k = arena.blocks[static_cast<std::size_t>(s / sc.g.block_size)] + sc.g.k_offset(kLayer, kvh) +
+                         static_cast<std::size_t>(s % sc.g.block_size) * hd * sc.g.elem_bytes();
+    double dot = 0.0;
+    for (int d = 0; d < hd; ++d)
+      dot += as_cached(sc.g, q[head * hd + d]) * read_elem(sc.g, k + static_cast<std::size_t>(d) * sc.g.elem_bytes());
+    p[static_cast<std::size_t>(s)] = dot * scale;
+    seen[static_cast<std::size_t>(s)] = true;
+    max = std::fmax(max, dot * scale);
+  }
+  double sum = 0.0;
+  for (std::size_t s = 0; s < p.size(); ++s)
+    if (seen[s]) sum += (p[s] = std::exp(p[s] - max));
+  for (std::size_t s = 0; s < p.size(); ++s) p[s] = seen[s] ? as_cached(sc.g, p[s] / sum) : 0.0;
+  return p;
+}
+
+// A group's accumulated mass is the sum over its queries and heads of each
+// query's probabilities, on every path; masked slots receive nothing; the
+// outputs are bitwise those of a run without statistics.
+TEST(Attention, GroupMassEqualsSumOfProbabilities) {
+  const int32_t query_positions[kMaxGroupQueries] = {22, 3, 40, -5, 10, 26, 0, 17};
+  for (KernelPath path : test::supported_paths()) {
+    test::ScopedKernelPath scoped(path);
+    for (KvType type : {KvType::F32, KvType::F16}) {
+      for (int ratio : {1, 4}) {
+        Scenario sc(type, 36, ratio);
+        for (int s = 0; s < sc.n_slots; ++s)
+          sc.positions[static_cast<std::size_t>(s)] = s % 7 == 3 || s >= 26 ? -1 : (s * 11) % 29;
+        sc.query_pos = 1000;
+        Arena arena(sc.g, identity_order(4));
+        sc.fill(arena);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(sc.g.head_dim));
+        const std::size_t per_q = sc.q.size();
+        for (int nq : {1, 3, kMaxGroupQueries}) {
+          const auto q = test::random_floats(per_q * static_cast<std::size_t>(nq), 70u + static_cast<unsigned>(nq));
+          std::vector<float> plain(q.size(), NAN), with(q.size(), NAN);
+          std::vector<float> mass(static_cast<std::size_t>(sc.n_slots), 0.25f);
+          std::vector<double> ref(mass.size(), 0.25);
+          for (int h = 0; h < sc.n_heads; ++h) {
+            std::vector<float> scratch(attend_group_scratch_floats(nq, sc.n_slots, sc.g.head_dim), NAN);
+            attend_paged_head_group(q.data(), per_q, nq, sc.n_heads, h, sc.g, kLayer, arena.blocks.data(),
+                                    sc.positions.data(), sc.n_slots, query_positions, scale, plain.data(), per_q,
+                                    scratch.data());
+            attend_paged_head_group(q.data(), per_q, nq, sc.n_heads, h, sc.g, kLayer, arena.blocks.data(),
+                                    sc.positions.data(), sc.n_slots, query_positions, scale, with.data(), per_q,
+                                    scratch.data(), mass.data());
+            for (int i = 0; i < nq; ++i) {
+              const auto p = reference_probabilities(sc, arena, q.data() + static_cast<std::size_t>(i) * per_q, h,
+                                                     query_positions[i]);
+              for (std::size_t s = 0; s < ref.size(); ++s) ref[s] += p[s];
+            }
+          }
+          EXPECT_EQ(std::memcmp(plain.data(), with.data(), plain.size() * sizeof(float)), 0)
+              << kernel_path_name(path) << ": statistics changed an output";
+          for (std::size_t s = 0; s < mass.size(); ++s) {
+            if (sc.positions[s] == -1) {
+              EXPECT_EQ(mass[s], 0.25f) << "empty slot " << s << " received mass";
+            } else {
+              EXPECT_NEAR(mass[s], ref[s], 2e-5) << kernel_path_name(path) << " f16=" << (type == KvType::F16)
+                                                 << " ratio " << ratio << " queries " << nq << " slot " << s;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Every f16 bit pattern converts as f16_to_f32 does, on every path and with
 // any tail length.
 TEST(Attention, F16RowConversionIsExactOnEveryPath) {
