@@ -248,6 +248,14 @@ void DiskStore::quarantine_file(const std::string& name, const std::string& reas
                reason.c_str());
 }
 
+std::size_t DiskStore::quarantine_size() {
+  std::size_t count = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& item : fs::directory_iterator(location_ + "/" + kQuarantineDir, ec))
+    count += ends_with(item.path().filename().string(), kEntrySuffix);
+  return count;
+}
+
 uint64_t DiskStore::free_bytes() {
   struct statvfs fs_info{};
   if (::statvfs(location_.c_str(), &fs_info) != 0) return 0;

@@ -23,6 +23,7 @@ class DiskStore final : public EntryStore {
   static Result<std::unique_ptr<DiskStore>> open(const std::string& dir, DiskTierOptions options);
 
   std::string kind() const override { return "disk"; }
+  std::size_t quarantine_size() override;
 
   static std::string file_name(BlockKey key);
 

@@ -97,6 +97,9 @@ class EntryStore {
   // Removes every entry (or root's subtree); returns how many went.
   std::size_t clear(std::optional<BlockKey> root = std::nullopt);
 
+  // How many damaged entries lie in quarantine.
+  virtual std::size_t quarantine_size() = 0;
+
   StoreCounters counters() const;
   const DiskTierOptions& options() const { return options_; }
 

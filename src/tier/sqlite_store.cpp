@@ -93,6 +93,14 @@ void SqliteStore::quarantine_bytes(const StoredEntry& row, const std::string& re
                static_cast<unsigned long long>(row.key), reason.c_str());
 }
 
+std::size_t SqliteStore::quarantine_size() {
+  std::lock_guard lock(mu_);
+  auto s = db_.prepare("SELECT COUNT(*) FROM quarantine");
+  if (!s) return 0;
+  auto row = s->step();
+  return row && *row ? static_cast<std::size_t>(s->column_int(0)) : 0;
+}
+
 uint64_t SqliteStore::free_bytes() {
   std::error_code ec;
   const std::string dir = fs::absolute(location_, ec).parent_path().string();

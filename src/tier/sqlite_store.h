@@ -17,6 +17,7 @@ class SqliteStore final : public EntryStore {
   static Result<std::unique_ptr<SqliteStore>> open(const std::string& file, DiskTierOptions options);
 
   std::string kind() const override { return "sqlite"; }
+  std::size_t quarantine_size() override;
 
  private:
   SqliteStore(std::string file, DiskTierOptions options, SqliteDb db)
