@@ -58,6 +58,11 @@ Result<std::unique_ptr<EntryStore>> open_existing(const CacheFlags& flags) {
   const std::string path = flags.spec.starts_with(kSqlite) ? flags.spec.substr(kSqlite.size()) : flags.spec;
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(path, ec)) return fail("no cache at " + flags.spec);
+  // A directory is a cache when it has the index or the quarantine (the
+  // index may be lost): never recover, and so write into, another directory.
+  if (std::filesystem::is_directory(path, ec) && !std::filesystem::exists(path + "/index.sqlite", ec) &&
+      !std::filesystem::is_directory(path + "/quarantine", ec))
+    return fail(flags.spec + " is not a disk cache directory (no index.sqlite, no quarantine/)");
   DiskTierOptions options;
   if (flags.max_gb < 0) return fail("--max-gb must not be negative");
   options.max_bytes = static_cast<uint64_t>(flags.max_gb * 1e9);

@@ -45,12 +45,14 @@ std::optional<BlockKey> key_of_file(const std::string& name) {
   return key;
 }
 
-// Temporary files are named KEY.PID.N.tmp; one whose writer is dead is a
-// leftover of a crash.
+// Temporary files are named KEY.PID.N.tmp (KEY in 16 hex digits); one whose
+// writer is dead is a leftover of a crash. Nothing else is ever deleted.
 bool temp_of_dead_writer(const std::string& name) {
-  if (!ends_with(name, kTempSuffix)) return false;
-  const std::size_t first = name.find('.');
-  const std::size_t second = first == std::string::npos ? first : name.find('.', first + 1);
+  if (!ends_with(name, kTempSuffix) || name.size() < 16 || !key_of_file(name.substr(0, 16) + kEntrySuffix))
+    return false;
+  const std::size_t first = 16;
+  if (name[first] != '.') return false;
+  const std::size_t second = name.find('.', first + 1);
   if (second == std::string::npos) return false;
   pid_t pid = 0;
   auto [end, ec] = std::from_chars(name.data() + first + 1, name.data() + second, pid);

@@ -30,10 +30,12 @@ std::string hex64(uint64_t value) {
   return text;
 }
 
+// Only the canonical spelling (what hex64 writes) is accepted, so that every
+// change to the stored bytes is detected, not just those that change a value.
 bool parse_hex64(const std::string& text, uint64_t& out) {
   if (text.size() != 16) return false;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 16);
-  return ec == std::errc() && end == text.data() + text.size();
+  return ec == std::errc() && end == text.data() + text.size() && hex64(out) == text;
 }
 
 std::string join_ints(const std::vector<int32_t>& values) {
@@ -48,6 +50,8 @@ std::string join_ints(const std::vector<int32_t>& values) {
 bool parse_ints(const std::string& text, std::size_t count, std::vector<int32_t>& out) {
   out.clear();
   if (count == 0) return text.empty();
+  // Canonical spelling only, as for hex keys: no leading zeros or plus signs.
+  auto canonical = [&] { return join_ints(out) == text; };
   const char* p = text.data();
   const char* end = p + text.size();
   for (std::size_t i = 0; i < count; ++i) {
@@ -61,7 +65,7 @@ bool parse_ints(const std::string& text, std::size_t count, std::vector<int32_t>
     out.push_back(value);
     p = next;
   }
-  return p == end;
+  return p == end && canonical();
 }
 
 // The tensors hold K of every layer then V of every layer; the pool's block
@@ -85,7 +89,9 @@ bool read_dim(const json& meta, const char* name, int& out) {
   if (!text) return false;
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (ec != std::errc() || end != text->data() + text->size() || value <= 0 || value > kMaxDim) return false;
+  if (ec != std::errc() || end != text->data() + text->size() || value <= 0 || value > kMaxDim ||
+      std::to_string(value) != *text)
+    return false;
   out = static_cast<int>(value);
   return true;
 }
@@ -147,6 +153,8 @@ Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
   for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[i]) << (8 * i);
   if (length > kMaxHeaderBytes || length > bytes.size() - 8) return fail("header length out of range (truncated?)");
   const auto* begin = reinterpret_cast<const char*>(bytes.data() + 8);
+  // The JSON parser stops at a NUL byte: one would hide what follows it.
+  if (std::memchr(begin, 0, length) != nullptr) return fail("a NUL byte in the header");
   const json header = json::parse(begin, begin + length, nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded() || !header.is_object()) return fail("the header is not a JSON object");
   auto meta_it = header.find("__metadata__");

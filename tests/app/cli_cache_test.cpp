@@ -101,6 +101,11 @@ TEST_P(CacheCommand, BadInputIsAClearError) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("no cache at"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/nothing-here"));
+  std::filesystem::create_directory(dir_ + "/not-a-cache");
+  r = cache("clear " + shell_quote(dir_ + "/not-a-cache"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("not a disk cache directory"), std::string::npos) << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/not-a-cache"));
   r = cache("gc --max-gb -1 " + shell_quote(spec_));
   EXPECT_NE(r.exit_code, 0);
 }
