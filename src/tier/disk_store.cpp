@@ -208,11 +208,11 @@ void DiskStore::reconcile() {
   gc_locked();
 }
 
-Status DiskStore::store_bytes(StoredEntry& row, std::span<const std::byte> bytes) {
+Status DiskStore::place_bytes(StoredEntry& row, std::span<const std::byte> bytes) {
   row.file = file_name(row.key);
   char unique[64];
   std::snprintf(unique, sizeof unique, ".%d.%llu", static_cast<int>(getpid()),
-                static_cast<unsigned long long>(temp_counter_++));
+                static_cast<unsigned long long>(temp_counter_.fetch_add(1)));
   const std::string final_path = path(row.file);
   const std::string temp = path(row.file.substr(0, 16) + unique + kTempSuffix);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -227,8 +227,7 @@ Status DiskStore::store_bytes(StoredEntry& row, std::span<const std::byte> bytes
   }
   // The rename is durable once the directory is: only then does the index
   // point at the file.
-  if (auto synced = fsync_path(location_, O_RDONLY | O_DIRECTORY); !synced) return synced;
-  return insert_row(row, std::nullopt);
+  return fsync_path(location_, O_RDONLY | O_DIRECTORY);
 }
 
 std::optional<std::vector<std::byte>> DiskStore::load_bytes(const StoredEntry& row) {

@@ -6,6 +6,7 @@
 // Opening reconciles the index with the files (see open()).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -31,8 +32,11 @@ class DiskStore final : public EntryStore {
   DiskStore(std::string dir, DiskTierOptions options, SqliteDb db)
       : EntryStore(std::move(dir), std::move(options), std::move(db)) {}
 
-  Status store_bytes(StoredEntry& row, std::span<const std::byte> bytes) override;
+  Status place_bytes(StoredEntry& row, std::span<const std::byte> bytes) override;
   std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) override;
+  Status commit_row(const StoredEntry& row, std::span<const std::byte>) override {
+    return insert_row(row, std::nullopt);
+  }
   void drop_bytes(const StoredEntry& row) override;
   void quarantine_bytes(const StoredEntry& row, const std::string& reason) override;
   uint64_t free_bytes() override;
@@ -41,7 +45,7 @@ class DiskStore final : public EntryStore {
   void quarantine_file(const std::string& name, const std::string& reason);
   std::string path(const std::string& name) const { return location_ + "/" + name; }
 
-  uint64_t temp_counter_ = 0;
+  std::atomic<uint64_t> temp_counter_{0};
 };
 
 }  // namespace clm

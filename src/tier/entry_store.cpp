@@ -197,36 +197,47 @@ std::size_t EntryStore::count_present(std::span<const BlockKey> chain, uint64_t 
 }
 
 std::optional<std::vector<std::byte>> EntryStore::read(BlockKey key, uint64_t fingerprint) {
+  StoredEntry row;
+  {
+    std::lock_guard lock(mu_);
+    const std::optional<StoredEntry> found = find_row(key);
+    if (!found || found->fingerprint != fingerprint || found->last_access_ms + found->ttl_s * 1000 < now_ms())
+      return std::nullopt;
+    row = *found;
+  }
+  std::optional<std::vector<std::byte>> bytes = load_bytes(row);
   std::lock_guard lock(mu_);
-  const std::optional<StoredEntry> row = find_row(key);
-  const int64_t now = now_ms();
-  if (!row || row->fingerprint != fingerprint || row->last_access_ms + row->ttl_s * 1000 < now) return std::nullopt;
-  std::optional<std::vector<std::byte>> bytes = load_bytes(*row);
+  const std::optional<StoredEntry> still = find_row(key);
   if (!bytes) {
     // The row outlived its bytes (removed by hand, another process): the
-    // entry and what depends on it are gone.
-    remove_subtree(key, false);
+    // entry and what depends on it are gone. Unless the entry was removed
+    // and written anew meanwhile.
+    if (still && still->created_ms == row.created_ms) remove_subtree(key, false);
     return std::nullopt;
   }
   if (auto s = db_.prepare("UPDATE entries SET hits = hits + 1, last_access = ?2 WHERE key = ?1"))
-    if (auto done = s->bind_key(1, key).bind(2, now).run(); !done) log_error(location_, done.error().message);
+    if (auto done = s->bind_key(1, key).bind(2, now_ms()).run(); !done) log_error(location_, done.error().message);
   return bytes;
 }
 
 bool EntryStore::write(const TierEntry& entry) {
-  std::lock_guard lock(mu_);
-  if (const auto existing = find_row(entry.key); existing && existing->fingerprint == entry.model_fingerprint)
-    return true;  // keys name their content: it is stored already
   const std::vector<std::byte> bytes = encode_entry(entry);
-  if (options_.max_bytes != 0 && bytes.size() > options_.max_bytes) {
-    ++counters_.writes_refused_cap;
-    return false;
+  {
+    std::lock_guard lock(mu_);
+    if (const auto existing = find_row(entry.key); existing && existing->fingerprint == entry.model_fingerprint)
+      return true;  // keys name their content: it is stored already
+    if (options_.max_bytes != 0 && bytes.size() > options_.max_bytes) {
+      ++counters_.writes_refused_cap;
+      return false;
+    }
+    if (free_bytes() < bytes.size() + options_.min_free_bytes) {
+      ++counters_.writes_refused_space;
+      return false;
+    }
+    // Writers running at the same time each make room for their own entry:
+    // the cap may be exceeded by the entries in flight, never more.
+    make_room(bytes.size());
   }
-  if (free_bytes() < bytes.size() + options_.min_free_bytes) {
-    ++counters_.writes_refused_space;
-    return false;
-  }
-  make_room(bytes.size());
   const int64_t now = now_ms();
   StoredEntry row;
   row.key = entry.key;
@@ -237,7 +248,10 @@ bool EntryStore::write(const TierEntry& entry) {
   row.created_ms = now;
   row.last_access_ms = now;
   row.ttl_s = options_.ttl_s;
-  if (auto stored = store_bytes(row, bytes); !stored) {
+  Status stored = place_bytes(row, bytes);
+  std::lock_guard lock(mu_);
+  if (stored) stored = commit_row(row, bytes);
+  if (!stored) {
     log_error(location_, stored.error().message);
     return false;
   }

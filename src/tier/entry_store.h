@@ -6,7 +6,8 @@
 // of every entry whose chain depends on a removed one (the `parent` column).
 // Where the bytes live is left to the subclass: one file per entry
 // (DiskStore) or a blob in the index database itself (SqliteStore).
-// All calls are thread-safe; they serialize on one mutex.
+// All calls are thread-safe: the index is guarded by one mutex, which is
+// released while an entry's bytes are written or read.
 #pragma once
 
 #include <atomic>
@@ -111,11 +112,14 @@ class EntryStore {
   Status init_schema();
   int64_t now_ms() const;
 
-  // Subclass hooks, called with the mutex held.
-  // Stores bytes for row (the row's file name set by the subclass) and
-  // indexes it.
-  virtual Status store_bytes(StoredEntry& row, std::span<const std::byte> bytes) = 0;
+  // Subclass hooks. The two that move an entry's bytes run without the
+  // mutex, so that a slow write (fsync) does not hold up reads; the others
+  // run with it held.
+  // Puts the bytes where they live (the disk store writes the file durably
+  // and sets row.file); then commit_row indexes them.
+  virtual Status place_bytes(StoredEntry& row, std::span<const std::byte> bytes) = 0;
   virtual std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) = 0;
+  virtual Status commit_row(const StoredEntry& row, std::span<const std::byte> bytes) = 0;
   virtual void drop_bytes(const StoredEntry& row) = 0;
   virtual void quarantine_bytes(const StoredEntry& row, const std::string& reason) = 0;
   // Bytes free for an unprivileged writer on the store's filesystem.

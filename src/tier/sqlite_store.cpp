@@ -68,8 +68,7 @@ Status SqliteStore::init_quarantine() {
       " data BLOB)");
 }
 
-Status SqliteStore::store_bytes(StoredEntry& row, std::span<const std::byte> bytes) {
-  row.file.clear();
+Status SqliteStore::commit_row(const StoredEntry& row, std::span<const std::byte> bytes) {
   // One transaction: the row and its bytes appear together or not at all.
   return insert_row(row, bytes);
 }

@@ -24,7 +24,11 @@ class SqliteStore final : public EntryStore {
       : EntryStore(std::move(file), std::move(options), std::move(db)) {}
 
   Status init_quarantine();
-  Status store_bytes(StoredEntry& row, std::span<const std::byte> bytes) override;
+  Status place_bytes(StoredEntry& row, std::span<const std::byte>) override {
+    row.file.clear();
+    return {};
+  }
+  Status commit_row(const StoredEntry& row, std::span<const std::byte> bytes) override;
   std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) override;
   void drop_bytes(const StoredEntry&) override {}  // the bytes go with the row
   void quarantine_bytes(const StoredEntry& row, const std::string& reason) override;
