@@ -138,8 +138,9 @@ int run_cache(const std::string& action, const CacheFlags& flags) {
   if (action == "ls") return list_entries(s, flags, root);
   if (action == "stats") return show_stats(s, flags, root);
   if (action == "verify") {
+    const uint64_t dependents_before = s.counters().dependents_removed;
     const VerifyReport report = s.verify(root);
-    const std::size_t dependents = s.counters().dependents_removed;
+    const auto dependents = static_cast<std::size_t>(s.counters().dependents_removed - dependents_before);
     std::printf("verified %zu entries: %zu damaged and quarantined, %zu dependents removed\n", report.checked,
                 report.quarantined, dependents);
     return report.quarantined == 0 ? 0 : 1;

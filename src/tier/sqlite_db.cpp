@@ -71,7 +71,7 @@ std::vector<std::byte> SqliteStatement::column_blob(int index) const {
 
 bool SqliteStatement::column_is_null(int index) const { return sqlite3_column_type(stmt_, index) == SQLITE_NULL; }
 
-Result<SqliteDb> SqliteDb::open(const std::string& path) {
+Result<SqliteDb> SqliteDb::open(const std::string& path, Check check_level) {
   sqlite3* raw = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                                  nullptr);
@@ -82,12 +82,16 @@ Result<SqliteDb> SqliteDb::open(const std::string& path) {
   sqlite3_busy_timeout(raw, 5000);
   // A file that is not a database, or a damaged one, is found here rather
   // than at the first query.
-  {
+  if (check_level == Check::Full) {
     auto check = db.prepare("PRAGMA quick_check");
     if (!check) return std::unexpected(check.error());
     auto row = check->step();
     if (!row) return fail("cannot read " + path + ": " + row.error().message);
     if (!*row || check->column_text(0) != "ok") return fail(path + " is damaged: " + check->column_text(0));
+  } else {
+    auto schema = db.prepare("SELECT COUNT(*) FROM sqlite_master");
+    if (!schema) return std::unexpected(schema.error());
+    if (auto row = schema->step(); !row) return fail("cannot read " + path + ": " + row.error().message);
   }
   if (auto wal = db.exec("PRAGMA journal_mode=WAL"); !wal) return std::unexpected(wal.error());
   // NORMAL in WAL mode: a power loss may forget the last transactions, never

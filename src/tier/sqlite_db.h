@@ -51,9 +51,12 @@ class SqliteStatement {
 
 class SqliteDb {
  public:
-  // Opens (creating) the database at path in WAL mode and checks that it is
-  // readable; a damaged file is an error.
-  static Result<SqliteDb> open(const std::string& path);
+  // How much of an existing database open() reads to find damage.
+  enum class Check { Header, Full };
+  // Opens (creating) the database at path in WAL mode and checks it: its
+  // header and schema, or every page (Full; time grows with the size); a
+  // damaged file is an error.
+  static Result<SqliteDb> open(const std::string& path, Check check = Check::Full);
 
   SqliteDb(SqliteDb&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
   SqliteDb& operator=(SqliteDb&& other) noexcept;

@@ -23,7 +23,9 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, 
   std::unique_ptr<SqliteStore> store;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string problem;
-    if (auto db = SqliteDb::open(file)) {
+    // The entries are checked one by one when read (checksums); reading
+    // every page of a large store at each start would only delay it.
+    if (auto db = SqliteDb::open(file, SqliteDb::Check::Header)) {
       std::unique_ptr<SqliteStore> opened(new SqliteStore(file, options, std::move(*db)));
       auto schema = opened->init_schema();
       if (schema) schema = opened->init_quarantine();
