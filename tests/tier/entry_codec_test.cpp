@@ -26,8 +26,7 @@ TEST(EntryCodec, RoundTripsBitwise) {
 
 TEST(EntryCodec, EveryTruncationFails) {
   const std::vector<std::byte> bytes = encode_entry(test::make_tier_entry(0x1234, 99, 98));
-  for (std::size_t n = 0; n < bytes.size(); ++n)
-    EXPECT_FALSE(decode_entry(std::span(bytes).first(n)).has_value()) << n;
+  for (std::size_t n = 0; n < bytes.size(); ++n) EXPECT_FALSE(decode_entry(std::span(bytes).first(n)).has_value()) << n;
   std::vector<std::byte> longer = bytes;
   longer.push_back(std::byte{0});
   EXPECT_FALSE(decode_entry(longer).has_value());
