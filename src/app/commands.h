@@ -15,5 +15,6 @@ void register_serve_command(CLI::App& app, int& exit_code);
 void register_eval_command(CLI::App& app, int& exit_code);
 void register_split_command(CLI::App& app, int& exit_code);
 void register_template_command(CLI::App& app, int& exit_code);
+void register_cache_command(CLI::App& app, int& exit_code);
 
 }  // namespace clm

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   clm::register_eval_command(app, exit_code);
   clm::register_split_command(app, exit_code);
   clm::register_template_command(app, exit_code);
+  clm::register_cache_command(app, exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,209 @@
+#include "tier/entry_codec.h"
+
+#include <charconv>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace clm {
+
+namespace {
+
+using nlohmann::json;
+
+// Bounds on what a header may declare, so that a hostile or damaged file
+// cannot make the reader allocate without limit.
+constexpr uint64_t kMaxHeaderBytes = 1 << 20;
+// Each dimension at most 4096: the byte size of a block (a product of four
+// dimensions and the element size) then stays far below 2^64.
+constexpr int64_t kMaxDim = 4096;
+constexpr const char* kFormat = "clmcache-kv-block";
+constexpr const char* kVersion = "1";
+
+const char* dtype_name(KvType type) { return type == KvType::F16 ? "F16" : "F32"; }
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Only the canonical spelling (what hex64 writes) is accepted, so that every
+// change to the stored bytes is detected, not just those that change a value.
+bool parse_hex64(const std::string& text, uint64_t& out) {
+  if (text.size() != 16) return false;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 16);
+  return ec == std::errc() && end == text.data() + text.size() && hex64(out) == text;
+}
+
+std::string join_ints(const std::vector<int32_t>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
+bool parse_ints(const std::string& text, std::size_t count, std::vector<int32_t>& out) {
+  out.clear();
+  if (count == 0) return text.empty();
+  // Canonical spelling only, as for hex keys: no leading zeros or plus signs.
+  auto canonical = [&] { return join_ints(out) == text; };
+  const char* p = text.data();
+  const char* end = p + text.size();
+  for (std::size_t i = 0; i < count; ++i) {
+    if (i) {
+      if (p == end || *p != ',') return false;
+      ++p;
+    }
+    int32_t value = 0;
+    auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc()) return false;
+    out.push_back(value);
+    p = next;
+  }
+  return p == end && canonical();
+}
+
+// The tensors hold K of every layer then V of every layer; the pool's block
+// interleaves them per layer ([layer][K|V][head][token][dim]).
+std::size_t half_layer_bytes(const KvGeometry& g) { return g.layer_bytes() / 2; }
+
+json tensor_json(const KvGeometry& g, std::size_t begin, std::size_t end) {
+  return json{{"dtype", dtype_name(g.type)},
+              {"shape", {g.n_layers, g.n_kv_heads, g.block_size, g.head_dim}},
+              {"data_offsets", {begin, end}}};
+}
+
+const std::string* metadata_string(const json& meta, const char* name) {
+  auto it = meta.find(name);
+  if (it == meta.end() || !it->is_string()) return nullptr;
+  return it->get_ptr<const std::string*>();
+}
+
+bool read_dim(const json& meta, const char* name, int& out) {
+  const std::string* text = metadata_string(meta, name);
+  if (!text) return false;
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (ec != std::errc() || end != text->data() + text->size() || value <= 0 || value > kMaxDim ||
+      std::to_string(value) != *text)
+    return false;
+  out = static_cast<int>(value);
+  return true;
+}
+
+// Checks that a tensor entry of the header describes exactly what the
+// metadata's geometry implies, at the expected offsets.
+bool tensor_matches(const json& header, const char* name, const KvGeometry& g, std::size_t begin, std::size_t end) {
+  auto it = header.find(name);
+  if (it == header.end() || !it->is_object()) return false;
+  return *it == tensor_json(g, begin, end);
+}
+
+}  // namespace
+
+std::vector<std::byte> encode_entry(const TierEntry& entry) {
+  const KvGeometry& g = entry.geometry;
+  const std::size_t half = entry.kv.size() / 2;
+  json header;
+  header["k"] = tensor_json(g, 0, half);
+  header["v"] = tensor_json(g, half, 2 * half);
+  header["__metadata__"] = json{
+      {"format", kFormat},
+      {"version", kVersion},
+      {"fingerprint", hex64(entry.model_fingerprint)},
+      {"key", hex64(entry.key)},
+      {"parent", hex64(entry.parent)},
+      {"n_layers", std::to_string(g.n_layers)},
+      {"n_kv_heads", std::to_string(g.n_kv_heads)},
+      {"head_dim", std::to_string(g.head_dim)},
+      {"block_size", std::to_string(g.block_size)},
+      {"kv_type", g.type == KvType::F16 ? "f16" : "f32"},
+      {"tokens", join_ints(entry.tokens)},
+      {"positions", join_ints(entry.positions)},
+      {"checksum", hex64(entry_checksum(entry))},
+  };
+  std::string text = header.dump();
+  // The spec allows trailing spaces; they align the data to 8 bytes.
+  text.append((8 - text.size() % 8) % 8, ' ');
+
+  std::vector<std::byte> out(8 + text.size() + entry.kv.size());
+  uint64_t length = text.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
+  std::memcpy(out.data() + 8, text.data(), text.size());
+  std::byte* k = out.data() + 8 + text.size();
+  std::byte* v = k + half;
+  const std::size_t part = half_layer_bytes(g);
+  for (int layer = 0; layer < g.n_layers && part > 0; ++layer) {
+    const std::byte* src = entry.kv.data() + static_cast<std::size_t>(layer) * g.layer_bytes();
+    std::memcpy(k + static_cast<std::size_t>(layer) * part, src, part);
+    std::memcpy(v + static_cast<std::size_t>(layer) * part, src + part, part);
+  }
+  return out;
+}
+
+Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return fail("empty file");
+  if (bytes.size() < 8) return fail("shorter than a safetensors header");
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[i]) << (8 * i);
+  if (length > kMaxHeaderBytes || length > bytes.size() - 8) return fail("header length out of range (truncated?)");
+  const auto* begin = reinterpret_cast<const char*>(bytes.data() + 8);
+  // The JSON parser stops at a NUL byte: one would hide what follows it.
+  if (std::memchr(begin, 0, length) != nullptr) return fail("a NUL byte in the header");
+  const json header = json::parse(begin, begin + length, nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) return fail("the header is not a JSON object");
+  auto meta_it = header.find("__metadata__");
+  if (meta_it == header.end() || !meta_it->is_object()) return fail("no __metadata__");
+  const json& meta = *meta_it;
+  const std::string* format = metadata_string(meta, "format");
+  const std::string* version = metadata_string(meta, "version");
+  if (!format || *format != kFormat || !version || *version != kVersion) return fail("not a clmcache KV block");
+
+  TierEntry entry;
+  KvGeometry& g = entry.geometry;
+  if (!read_dim(meta, "n_layers", g.n_layers) || !read_dim(meta, "n_kv_heads", g.n_kv_heads) ||
+      !read_dim(meta, "head_dim", g.head_dim) || !read_dim(meta, "block_size", g.block_size))
+    return fail("bad geometry in the metadata");
+  const std::string* kv_type = metadata_string(meta, "kv_type");
+  if (!kv_type || (*kv_type != "f16" && *kv_type != "f32")) return fail("bad kv_type");
+  g.type = *kv_type == "f16" ? KvType::F16 : KvType::F32;
+  const std::string* fingerprint = metadata_string(meta, "fingerprint");
+  const std::string* key = metadata_string(meta, "key");
+  const std::string* parent = metadata_string(meta, "parent");
+  const std::string* checksum_text = metadata_string(meta, "checksum");
+  uint64_t checksum = 0;
+  if (!fingerprint || !parse_hex64(*fingerprint, entry.model_fingerprint) || !key || !parse_hex64(*key, entry.key) ||
+      !parent || !parse_hex64(*parent, entry.parent) || !checksum_text || !parse_hex64(*checksum_text, checksum))
+    return fail("bad fingerprint, key, parent or checksum in the metadata");
+  const std::string* tokens = metadata_string(meta, "tokens");
+  const std::string* positions = metadata_string(meta, "positions");
+  const auto block_tokens = static_cast<std::size_t>(g.block_size);
+  if (!tokens || !parse_ints(*tokens, block_tokens, entry.tokens) || !positions ||
+      !parse_ints(*positions, block_tokens, entry.positions))
+    return fail("bad tokens or positions in the metadata");
+
+  const std::size_t kv_bytes = g.block_bytes();
+  const std::size_t half = kv_bytes / 2;
+  if (header.size() != 3 || !tensor_matches(header, "k", g, 0, half) || !tensor_matches(header, "v", g, half, kv_bytes))
+    return fail("the tensors do not match the metadata");
+  if (bytes.size() - 8 - length != kv_bytes) return fail("the data size is wrong (truncated?)");
+
+  entry.kv.resize(kv_bytes);
+  const std::byte* k = bytes.data() + 8 + length;
+  const std::byte* v = k + half;
+  const std::size_t part = half_layer_bytes(g);
+  for (int layer = 0; layer < g.n_layers; ++layer) {
+    std::byte* dst = entry.kv.data() + static_cast<std::size_t>(layer) * g.layer_bytes();
+    std::memcpy(dst, k + static_cast<std::size_t>(layer) * part, part);
+    std::memcpy(dst + part, v + static_cast<std::size_t>(layer) * part, part);
+  }
+  if (entry_checksum(entry) != checksum) return fail("checksum mismatch");
+  return entry;
+}
+
+}  // namespace clm

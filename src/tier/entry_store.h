@@ -1,0 +1,152 @@
+// EntryStore: the model-independent half of a persistent tier (DESIGN.md
+// "Tiers and persistence"). It keeps encoded entries (entry_codec.h) and an
+// SQLite index of them, and owns the rules every persistent store shares:
+// free space and the size cap checked before every write, time to live,
+// least-recently-used eviction, quarantine of damaged entries, and removal
+// of every entry whose chain depends on a removed one (the `parent` column).
+// Where the bytes live is left to the subclass: one file per entry
+// (DiskStore) or a blob in the index database itself (SqliteStore).
+// All calls are thread-safe: the index is guarded by one mutex, which is
+// released while an entry's bytes are written or read.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tier/sqlite_db.h"
+#include "tier/tier_entry.h"
+#include "util/error.h"
+
+namespace clm {
+
+struct DiskTierOptions {
+  uint64_t max_bytes = 0;                         // size cap of the stored entries; 0 = none
+  uint64_t min_free_bytes = 5ull << 30;           // a write never leaves less free on the filesystem
+  int64_t ttl_s = 7 * 24 * 3600;                  // an entry not read for this long expires
+  std::function<int64_t()> clock_ms;              // milliseconds since the epoch; empty = the system clock
+};
+
+// One row of the index, as `cache ls` shows it.
+struct StoredEntry {
+  BlockKey key = kNoKey;
+  BlockKey parent = kNoKey;
+  uint64_t fingerprint = 0;
+  std::string file;  // the entry's file name in the directory; empty for blobs
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+  int64_t created_ms = 0;
+  int64_t last_access_ms = 0;
+  int64_t hits = 0;
+  int64_t ttl_s = 0;
+};
+
+struct StoreCounters {
+  uint64_t writes = 0;
+  uint64_t writes_refused_space = 0;  // the free-space floor would have been crossed
+  uint64_t writes_refused_cap = 0;    // the entry alone is larger than the size cap
+  uint64_t evicted = 0;               // removed by the size cap or the time to live
+  uint64_t quarantined = 0;
+  uint64_t dependents_removed = 0;    // removed because an entry they depend on went
+};
+
+struct VerifyReport {
+  std::size_t checked = 0;
+  std::size_t quarantined = 0;
+};
+
+class EntryStore {
+ public:
+  virtual ~EntryStore() = default;
+  EntryStore(const EntryStore&) = delete;
+  EntryStore& operator=(const EntryStore&) = delete;
+
+  // "disk" or "sqlite".
+  virtual std::string kind() const = 0;
+  // Where the store is: its directory or database file.
+  const std::string& location() const { return location_; }
+
+  // How many keys at the start of chain are present, unexpired and of this
+  // model.
+  std::size_t count_present(std::span<const BlockKey> chain, uint64_t fingerprint);
+  // The stored bytes of key when its row belongs to this model and has not
+  // expired; counts a hit. Unchecked: the caller decodes and checks them.
+  std::optional<std::vector<std::byte>> read(BlockKey key, uint64_t fingerprint);
+  // Encodes and stores entry. False when refused: the free-space floor, or
+  // the entry is larger than the size cap (older entries are evicted, least
+  // recently used first, to make room under the cap), or an I/O error.
+  bool write(const TierEntry& entry);
+  // Moves key's bytes aside (logged once, with reason) and removes every
+  // entry that depends on it.
+  void quarantine(BlockKey key, const std::string& reason);
+  // Removes key and every entry that depends on it; returns how many went.
+  std::size_t remove(BlockKey key);
+
+  // Administration (`clmcache cache`). root: only that entry and the entries
+  // that depend on it.
+  std::vector<StoredEntry> list(std::optional<BlockKey> root = std::nullopt);
+  // Decodes every entry (of root's subtree) and quarantines the bad ones.
+  VerifyReport verify(std::optional<BlockKey> root = std::nullopt);
+  // Drops expired entries, then evicts until the size cap holds; returns how
+  // many entries went.
+  std::size_t gc();
+  // Removes every entry (or root's subtree); returns how many went.
+  std::size_t clear(std::optional<BlockKey> root = std::nullopt);
+
+  // How many damaged entries lie in quarantine.
+  virtual std::size_t quarantine_size() = 0;
+
+  StoreCounters counters() const;
+  const DiskTierOptions& options() const { return options_; }
+
+ protected:
+  EntryStore(std::string location, DiskTierOptions options, SqliteDb db)
+      : location_(std::move(location)), options_(std::move(options)), db_(std::move(db)) {}
+
+  // Creates the index table when missing; then the store is usable.
+  Status init_schema();
+  int64_t now_ms() const;
+
+  // Subclass hooks. The two that move an entry's bytes run without the
+  // mutex, so that a slow write (fsync) does not hold up reads; the others
+  // run with it held.
+  // Puts the bytes where they live (the disk store writes the file durably
+  // and sets row.file); then commit_row indexes them.
+  virtual Status place_bytes(StoredEntry& row, std::span<const std::byte> bytes) = 0;
+  virtual std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) = 0;
+  virtual Status commit_row(const StoredEntry& row, std::span<const std::byte> bytes) = 0;
+  virtual void drop_bytes(const StoredEntry& row) = 0;
+  virtual void quarantine_bytes(const StoredEntry& row, const std::string& reason) = 0;
+  // Bytes free for an unprivileged writer on the store's filesystem.
+  virtual uint64_t free_bytes() = 0;
+
+  // Helpers for subclasses (mutex held).
+  Status insert_row(const StoredEntry& row, std::optional<std::span<const std::byte>> blob);
+  std::optional<StoredEntry> find_row(BlockKey key);
+  std::vector<StoredEntry> all_rows();
+  // Removes key's subtree: rows and bytes. The entry itself is counted by
+  // the caller; its dependents in counters_.dependents_removed.
+  std::size_t remove_subtree(BlockKey key, bool keep_root_bytes);
+  void quarantine_locked(const StoredEntry& row, const std::string& reason);
+  std::size_t gc_locked();
+  // Removes entries whose parent is not stored: reuse must never attach a
+  // child whose parent is gone.
+  void drop_orphans();
+  // Evicts least recently used entries until `incoming` more bytes fit
+  // under the cap.
+  void make_room(uint64_t incoming);
+  uint64_t total_bytes();
+
+  std::string location_;
+  DiskTierOptions options_;
+  SqliteDb db_;
+  mutable std::recursive_mutex mu_;
+  StoreCounters counters_;
+};
+
+}  // namespace clm
