@@ -1,6 +1,7 @@
 #include "app/http_session.h"
 
 #include <cstdio>
+#include <limits>
 
 #include "app/api_key.h"
 #include "app/http_reply.h"
@@ -76,7 +77,10 @@ void HttpSession::read_head() {
   const HttpLimits& l = s_.ctx.options.limits;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(l.max_header_bytes));
-  parser_->body_limit(static_cast<std::uint64_t>(l.max_body_bytes));
+  // The body's limit is set once the head has passed its checks: a
+  // Content-Length over it must not hide a missing API key.
+  // (Not boost::none: Boost 1.74 compares a Content-Length with it as "over".)
+  parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
   arm(first_request_ ? l.header_timeout_s : l.keep_alive_timeout_s);
   http::async_read_header(socket_, buffer_, *parser_,
                           [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
@@ -136,6 +140,8 @@ void HttpSession::on_head(beast::error_code ec) {
 }
 
 void HttpSession::read_body() {
+  // Counted as it is read, chunked bodies included.
+  parser_->body_limit(static_cast<std::uint64_t>(s_.ctx.options.limits.max_body_bytes));
   arm(s_.ctx.options.limits.body_timeout_s);
   auto read = [self = shared_from_this()] {
     http::async_read(self->socket_, self->buffer_, *self->parser_,
