@@ -36,6 +36,9 @@ void add_http_limit_flags(CLI::App& cmd, HttpLimits& l) {
   cmd.add_option("--max-stream-buffer-bytes", l.max_stream_buffer_bytes,
                  "a stream's output its client has not taken yet; beyond, the stream is cancelled")
       ->check(CLI::Range(std::size_t{4096}, std::size_t{1} << 30));
+  cmd.add_option("--memory-trim-bytes", l.memory_trim_bytes,
+                 "bytes of requests freed after which free heap pages go back to the system (0: never)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   cmd.add_option("--io-threads", l.io_threads, "HTTP event loop threads")->check(CLI::Range(1, 64));
   cmd.add_option("--handler-threads", l.handler_threads, "threads that parse, tokenize and submit requests")
       ->check(CLI::Range(1, 256));

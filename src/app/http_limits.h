@@ -28,6 +28,9 @@ struct HttpLimits {
   double keep_alive_timeout_s = 5.0;         // an idle kept-alive connection's next request head
   double write_timeout_s = 30.0;             // a client that takes no bytes for this long is dropped
   std::size_t max_stream_buffer_bytes = 1u << 20;  // a stream's output not yet taken; beyond: cancelled
+  // Bytes of requests freed after which the server hands free heap pages back
+  // to the kernel (malloc_trim); 0: never.
+  std::size_t memory_trim_bytes = 1u << 20;
   int io_threads = 2;                        // event loop threads
   int handler_threads = 2;                   // threads that parse, tokenize and submit
 };

@@ -32,7 +32,6 @@ std::string too_many_connections_answer() {
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-constexpr std::size_t kTrimBurstBytes = 32u << 20;
 constexpr auto kTrimCheckPeriod = std::chrono::seconds(1);
 
 }  // namespace
@@ -41,7 +40,7 @@ struct HttpServer::Impl {
   Impl(Engine& engine, ServerOptions options, ChatRenderer chat)
       : ctx(engine, std::move(options), std::move(chat)),
         policy{ctx.options.host, !ctx.options.api_key.empty(), ctx.options.cors_origins},
-        trim(kTrimBurstBytes),
+        trim(ctx.options.limits.memory_trim_bytes),
         handlers(static_cast<std::size_t>(ctx.options.limits.handler_threads)),
         shared{ctx, routes, policy, handlers, trim},
         acceptor(io),

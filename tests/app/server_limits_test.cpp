@@ -6,8 +6,11 @@
 // error shape, and the server's memory stays bounded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -63,6 +66,39 @@ TEST(ServerLimits, ChunkedBodyOverTheLimitIs413AndMemoryStaysBounded) {
   EXPECT_LT(sent, std::size_t{16} << 20);
   const long rss_after = test::resident_kib(server.pid());
   EXPECT_LT(rss_after - rss_before, 16 * 1024) << rss_before << " KiB -> " << rss_after << " KiB";
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
+TEST(ServerLimits, MemoryReturnsAfterABurst) {
+  test::ServerProcess server(model_args());
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  // Objects with many keys: parsing them allocates many small blocks, which
+  // glibc keeps in its heaps after they are freed unless trimmed.
+  std::string body = "{";
+  for (int i = 0; i < 100000; ++i) body += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ",";
+  body.back() = '}';
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long before = test::resident_kib(server.pid());
+  long peak = before;
+  for (int burst = 0; burst < 3; ++burst) {
+    std::vector<std::thread> clients;
+    for (int i = 0; i < 8; ++i)
+      clients.emplace_back([&] {
+        RawConnection c(port);
+        c.send(test::http_request("POST", "/tokenize", port, body, "Connection: close\r\n"));
+        c.receive(30);
+      });
+    for (auto& t : clients) t.join();
+    peak = std::max(peak, test::resident_kib(server.pid()));
+  }
+  // Trimmed within a second or two of the burst's end.
+  long after = peak;
+  for (int i = 0; i < 30 && after - before >= 10 * 1024; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = test::resident_kib(server.pid());
+  }
+  EXPECT_LT(after - before, 10 * 1024) << before << " KiB, peak " << peak << " KiB, after " << after << " KiB";
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
