@@ -211,7 +211,7 @@ void HttpSession::send(HttpResponse res) {
   if (s_.ctx.draining) keep_alive_ = false;
   std::string head = status_line(res.status);
   if (!res.content_type.empty()) head += "Content-Type: " + res.content_type + "\r\n";
-  head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
+  if (res.status != 204) head += "Content-Length: " + std::to_string(res.body.size()) + "\r\n";
   head += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   for (const auto& [k, v] : cors_headers(s_.policy, request_)) head += k + ": " + v + "\r\n";
   for (const auto& [k, v] : res.headers) head += k + ": " + v + "\r\n";

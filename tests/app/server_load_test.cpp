@@ -144,6 +144,33 @@ TEST(ServerLoad, AbandonedRequestsStopGenerating) {
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
+TEST(ServerLoad, AClientThatDoesNotReadLosesItsStreamAlone) {
+  test::ServerProcess server(model_args({"--max-stream-buffer-bytes", "8192"}));
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  // Logprobs with 20 alternatives make each event a few KiB; this client
+  // takes none of them, and its small window fills at once.
+  RawConnection sleeper(port, 2048);
+  const std::string body = json{{"prompt", "Once upon a time"}, {"max_tokens", 480}, {"stream", true},
+                                {"logprobs", 20}, {"temperature", 0}}
+                               .dump();
+  sleeper.send(test::http_request("POST", "/v1/completions", port, body, "Content-Type: application/json\r\n"));
+  // Meanwhile others are served.
+  EXPECT_LE(health_seconds(port), 0.1);
+  json stats;
+  for (int i = 0; i < 200; ++i) {
+    stats = get_stats(port);
+    if (stats["server"]["in_flight"] == 0 && stats["scheduler"]["running"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  // Its generation was cancelled before it ran to its end, and the server
+  // closed the connection rather than hold the backlog.
+  EXPECT_EQ(stats["server"]["in_flight"], 0) << stats.dump();
+  EXPECT_LT(stats["scheduler"]["generated_tokens"].get<uint64_t>(), 480u) << stats.dump();
+  EXPECT_TRUE(sleeper.closed_by_server(5));
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
 TEST(ServerLoad, SigtermWithSlowClientsExitsWithinTheGrace) {
   test::ServerProcess server(model_args({"--shutdown-grace", "1"}));
   ASSERT_GT(server.port(), 0);
