@@ -1,7 +1,7 @@
 // The hard limits of `clmcache serve`, tried with a raw socket against the
 // real binary: a chunked body past --max-body-bytes, a flood of headers,
 // deep or huge JSON, a prompt longer than the context could hold, more
-// connections than allowed, and a Range header that asks for the page
+// connections than allowed, logprobs past their bound, and a Range header that asks for the page
 // thousands of times. Each is refused early with its status and the OpenAI
 // error shape, and the server's memory stays bounded.
 #include <gtest/gtest.h>
@@ -127,7 +127,8 @@ TEST(ServerLimits, HeaderFloodIs431AndCountIsBounded) {
 }
 
 TEST(ServerLimits, DeepOrHugeJsonAndOverlongPromptsAre400) {
-  test::ServerProcess server(model_args({"--max-json-depth", "32", "--max-json-elements", "10000"}));
+  test::ServerProcess server(
+      model_args({"--max-json-depth", "32", "--max-json-elements", "10000", "--max-logprob-entries", "2000"}));
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
   auto post = [port](const std::string& path, const std::string& body) {
@@ -149,6 +150,12 @@ TEST(ServerLimits, DeepOrHugeJsonAndOverlongPromptsAre400) {
   const std::string raw = post("/v1/completions", huge_prompt);
   expect_error_code(raw, 400, "context_length_exceeded");
   EXPECT_NE(test::http_body(raw).find("bytes"), std::string::npos) << raw;
+  // A response whose logprobs could exceed the bound is refused up front.
+  const std::string lavish =
+      json{{"prompt", "Once"}, {"max_tokens", 400}, {"logprobs", 20}, {"echo", true}}.dump();
+  expect_error_code(post("/v1/completions", lavish), 400, "logprobs_too_large");
+  const std::string modest = json{{"prompt", "Once"}, {"max_tokens", 8}, {"logprobs", 5}}.dump();
+  EXPECT_EQ(test::http_status(post("/v1/completions", modest)), 200);
   const std::string huge_content = json{{"content", std::string(4 << 20, 'a')}}.dump();
   expect_error_code(post("/tokenize", huge_content), 400, "context_length_exceeded");
   EXPECT_EQ(server.terminate(30), 0) << server.log();

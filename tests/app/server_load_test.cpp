@@ -1,9 +1,11 @@
 // `clmcache serve` under load and abuse, against the real binary: a crowd
 // of slow connections and of streaming clients must not hold up /health,
-// clients that leave stop costing generation at once, SIGTERM ends the
+// clients that leave stop costing generation at once, one that does not
+// read loses its own stream only, SIGHUP is ignored, SIGTERM ends the
 // process within its grace period whatever the clients do, and a second
 // server cannot take the port.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -184,6 +186,10 @@ TEST(ServerLoad, SigtermWithSlowClientsExitsWithinTheGrace) {
                                .dump();
   sleeper.send(test::http_request("POST", "/v1/completions", port, body, "Content-Type: application/json\r\n"));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // A hang-up signal (a closed terminal) does not stop it.
+  ::kill(server.pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LE(health_seconds(port), 1.0);
   const auto t0 = Clock::now();
   EXPECT_EQ(server.terminate(10), 0) << server.log();
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
