@@ -59,6 +59,10 @@ constexpr double kDrainAfterRefusalS = 1.0;
 HttpSession::HttpSession(tcp::socket socket, SessionShared& shared)
     : socket_(std::move(socket)), strand_(socket_.get_executor()), s_(shared), deadline_(strand_) {
   ++s_.ctx.connections;
+  // Events are small writes that must leave at once, not wait for the
+  // client's acknowledgement of the previous one (Nagle).
+  beast::error_code ignored;
+  socket_.set_option(tcp::no_delay(true), ignored);
 }
 
 HttpSession::~HttpSession() {
