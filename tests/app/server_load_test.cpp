@@ -67,8 +67,19 @@ int open_file_limit() {
 }
 
 TEST(ServerLoad, SlowConnectionsDoNotHoldUpHealth) {
-  test::ServerProcess server(model_args({"--header-timeout", "3"}));
+  test::ServerProcess server(model_args({"--header-timeout", "3", "--body-timeout", "1", "--keep-alive-timeout", "1"}));
   ASSERT_GT(server.port(), 0);
+  // A body that never ends, and a kept-alive connection that asks nothing
+  // more: each is closed at its own deadline.
+  RawConnection slow_body(server.port());
+  slow_body.send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"pro");
+  RawConnection idle(server.port());
+  idle.send(test::http_request("GET", "/health", server.port()));
+  EXPECT_EQ(test::http_status(idle.receive(5, "}")), 200);
+  const auto opened = Clock::now();
+  EXPECT_TRUE(slow_body.closed_by_server(5));
+  EXPECT_TRUE(idle.closed_by_server(5));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - opened).count(), 2.5);
   // As many as this process may open, up to a thousand.
   const int n = std::min(1000, open_file_limit() - 64);
   std::vector<std::unique_ptr<RawConnection>> slow;
