@@ -1,12 +1,14 @@
 // `clmcache serve`: the OpenAI-compatible HTTP server. Parses its flags into
 // ServerOptions and EngineOptions, starts the scheduler loop, and turns
 // SIGTERM/SIGINT into a graceful shutdown that exits 0.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "app/chat_flags.h"
 #include "app/cli_flags.h"
@@ -30,6 +32,31 @@ std::string model_id_of(const std::string& path) {
   return p.extension() == ".gguf" ? p.stem().string() : p.filename().string();
 }
 
+// No prompt longer than n_ctx times this many bytes can fit the context.
+std::size_t longest_token_bytes(const Tokenizer& tok) {
+  std::size_t longest = 1;
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) longest = std::max(longest, tok.token_to_piece(id, true).size());
+  return longest;
+}
+
+// Every connection is a descriptor: take what the hard limit allows, and
+// keep --max-connections below it so that accept never runs out.
+void raise_open_file_limit(HttpLimits& limits) {
+  rlimit nofile{};
+  if (getrlimit(RLIMIT_NOFILE, &nofile) != 0) return;
+  if (nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &nofile);
+    getrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  constexpr rlim_t kReserved = 64;  // model files, logs, the listening socket
+  if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur > kReserved &&
+      static_cast<rlim_t>(limits.max_connections) > nofile.rlim_cur - kReserved) {
+    limits.max_connections = static_cast<int>(nofile.rlim_cur - kReserved);
+    std::fprintf(stderr, "clmcache: --max-connections lowered to %d (open file limit)\n", limits.max_connections);
+  }
+}
+
 int serve(ServeFlags& f) {
   // Block the termination signals before any thread starts, so that every
   // thread inherits the mask and only the waiter below receives them.
@@ -39,8 +66,11 @@ int serve(ServeFlags& f) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A client that hangs up mid-stream makes the next write fail with EPIPE;
-  // that must cancel its generation, not kill the process.
+  // that must cancel its generation, not kill the process. A closed
+  // terminal (SIGHUP) does not stop a server either; it reloads nothing.
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGHUP, SIG_IGN);
+  raise_open_file_limit(f.server.limits);
 
   auto engine = load_engine(f.engine);
   if (!engine) return 1;
@@ -51,6 +81,9 @@ int serve(ServeFlags& f) {
   f.server.defaults.max_tokens_limit = engine->options().n_ctx;
   f.server.defaults.max_tokens = std::min(f.server.defaults.max_tokens, engine->options().n_ctx);
   f.server.defaults.n_vocab = engine->model().tokenizer().n_vocab();
+  if (f.server.limits.max_prompt_bytes == 0)
+    f.server.limits.max_prompt_bytes =
+        static_cast<std::size_t>(engine->options().n_ctx) * longest_token_bytes(engine->model().tokenizer());
 
   HttpServer server(*engine, f.server, *renderer);
   auto port = server.bind();
@@ -97,10 +130,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--max-tokens", s.defaults.max_tokens, "tokens to generate when a request does not say")
       ->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--max-body-bytes", s.max_body_bytes, "largest request body accepted, in bytes")
-      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30));
-  cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (0: from --parallel)")
-      ->check(CLI::Range(0, 4096));
+  add_http_limit_flags(*cmd, s.limits);
+  cmd->add_option("--cors-origin", s.cors_origins,
+                  "an origin (scheme://host[:port]) whose pages may call the API, or '*'; repeatable");
   add_chat_template_flags(*cmd, flags->chat);
   cmd->add_option("--shutdown-grace", flags->shutdown_grace_s,
                   "seconds in-flight requests may finish after SIGTERM before they are cancelled")

@@ -14,7 +14,8 @@ GenerationJob::GenerationJob(ServerContext& ctx, GenerationRequest request)
     : ctx_(ctx), request_(std::move(request)), stop_({}) {}
 
 std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(ServerContext& ctx,
-                                                                            GenerationRequest request) {
+                                                                            GenerationRequest request,
+                                                                            TokenStream::ReadyCallback on_ready) {
   if (ctx.draining) {
     return std::unexpected(ApiError{503, "the server is shutting down", "server_error", "", "shutting_down",
                                     ctx.options.retry_after_s});
@@ -64,12 +65,14 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
     sr.blend_adaptive = r.blend->adaptive;
   }
   sr.sampler = r.sampler;
-  auto stream = TokenStream::open(scheduler, std::move(sr));
+  const bool on_ready_set = static_cast<bool>(on_ready);
+  auto stream = TokenStream::open(scheduler, std::move(sr), std::move(on_ready));
   if (!stream) {
     // The queue may have filled between the check and the submit.
     if (scheduler.stats().queued >= max_queued) return std::unexpected(server_busy_error(ctx.options.retry_after_s));
     return std::unexpected(invalid_field_error(param, stream.error().message));
   }
+  job->event_driven_ = on_ready_set;
   job->stream_ = std::move(*stream);
   job->decoder_ = std::make_unique<StreamDecoder>(tok);
   job->meta_ = {r.endpoint, make_response_id(r.endpoint), static_cast<int64_t>(std::time(nullptr)), r.model};
@@ -85,11 +88,33 @@ GenerationJob::~GenerationJob() {
 }
 
 GenerationJob::Step GenerationJob::next() {
+  if (done_) return take(std::nullopt);
+  return take(stream_->next());
+}
+
+std::optional<GenerationJob::Step> GenerationJob::poll() {
+  if (done_) return std::nullopt;
+  TokenEvent ev;
+  for (;;) {
+    const TokenStream::Poll got = stream_->poll(ev);
+    if (got == TokenStream::Poll::Pending) return std::nullopt;
+    if (!awaiting_end_) return take(got == TokenStream::Poll::Token ? std::optional<TokenEvent>(std::move(ev)) : std::nullopt);
+    // After a stop string: tokens still in flight are dropped; the end
+    // brings the summary.
+    if (got == TokenStream::Poll::Ended) {
+      Step step;
+      step.text_offset = text_.size();
+      finish();
+      return step;
+    }
+  }
+}
+
+GenerationJob::Step GenerationJob::take(std::optional<TokenEvent> ev) {
   Step step;
   step.text_offset = text_.size();
   if (done_) return step;
   const Tokenizer& tok = ctx_.engine.model().tokenizer();
-  std::optional<TokenEvent> ev = stream_->next();
   if (ev) {
     ++consumed_;
     if (!tok.is_end_of_generation(ev->id)) {
@@ -102,9 +127,13 @@ GenerationJob::Step GenerationJob::next() {
     if (stop_.stopped()) {
       stopped_by_string_ = true;
       stream_->cancel();
-      while (stream_->next()) {
+      if (event_driven_) {
+        awaiting_end_ = true;  // poll() finishes once the stream ends
+      } else {
+        while (stream_->next()) {
+        }
+        finish();
       }
-      finish();
     }
   } else {
     const std::string tail = decoder_->flush();

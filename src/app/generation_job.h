@@ -24,8 +24,10 @@ namespace clm {
 class GenerationJob {
  public:
   // Refuses with the right status: 400 (prompt too long or empty), 429 (queue
-  // full), 503 (shutting down).
-  static std::expected<std::unique_ptr<GenerationJob>, ApiError> start(ServerContext& ctx, GenerationRequest request);
+  // full), 503 (shutting down). With on_ready (see TokenStream::open), the
+  // caller is told when poll() has something, and must not call next().
+  static std::expected<std::unique_ptr<GenerationJob>, ApiError> start(ServerContext& ctx, GenerationRequest request,
+                                                                      TokenStream::ReadyCallback on_ready = {});
   ~GenerationJob();
   GenerationJob(const GenerationJob&) = delete;
   GenerationJob& operator=(const GenerationJob&) = delete;
@@ -38,6 +40,9 @@ class GenerationJob {
   // Blocks for the next token. After the generation ends, done() is true and
   // the step carries whatever text was still held back.
   Step next();
+  // Never blocks: the next step when a token (or the end) has arrived, else
+  // nullopt.
+  std::optional<Step> poll();
   bool done() const { return done_; }
 
   const GenerationRequest& request() const { return request_; }
@@ -57,6 +62,8 @@ class GenerationJob {
 
  private:
   GenerationJob(ServerContext& ctx, GenerationRequest request);
+  // The step for one token, or for the end of the stream (nullopt).
+  Step take(std::optional<TokenEvent> ev);
   void finish();
   // How a token appears in logprobs: its text, or token_id:N when asked.
   TokenLogprob logprob_entry(int32_t id, std::optional<float> logprob,
@@ -76,6 +83,8 @@ class GenerationJob {
   int consumed_ = 0;                // token events taken from the stream
   bool done_ = false;
   bool stopped_by_string_ = false;
+  bool event_driven_ = false;  // started with on_ready: poll(), never a blocking wait
+  bool awaiting_end_ = false;  // cancelled after a stop string; the stream's end is still to come
   RequestSummary summary_;
   std::optional<ApiError> error_;
 };

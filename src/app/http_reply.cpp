@@ -4,14 +4,21 @@
 
 namespace clm {
 
-void reply_json(httplib::Response& res, const nlohmann::json& body, int status) {
+void reply_json(HttpResponse& res, const nlohmann::json& body, int status) {
   res.status = status;
-  res.set_content(to_json_text(body), "application/json");
+  res.content_type = "application/json";
+  res.body = to_json_text(body);
 }
 
-void reply_error(httplib::Response& res, const ApiError& error) {
+void reply_error(HttpResponse& res, const ApiError& error) {
   if (error.retry_after_s > 0) res.set_header("Retry-After", std::to_string(error.retry_after_s));
   reply_json(res, error.to_json(), error.status);
+}
+
+HttpResponse error_response(const ApiError& error) {
+  HttpResponse res;
+  reply_error(res, error);
+  return res;
 }
 
 }  // namespace clm

@@ -1,16 +1,16 @@
-// Small helpers that write JSON bodies and OpenAI errors into an httplib
-// response, so every route answers in the same format.
+// Small helpers that write JSON bodies and OpenAI errors into a response, so
+// every route answers in the same format.
 #pragma once
-
-#include <httplib.h>
 
 #include <nlohmann/json.hpp>
 
 #include "app/api_error.h"
+#include "app/http_message.h"
 
 namespace clm {
 
-void reply_json(httplib::Response& res, const nlohmann::json& body, int status = 200);
-void reply_error(httplib::Response& res, const ApiError& error);
+void reply_json(HttpResponse& res, const nlohmann::json& body, int status = 200);
+void reply_error(HttpResponse& res, const ApiError& error);
+HttpResponse error_response(const ApiError& error);
 
 }  // namespace clm

@@ -1,110 +1,164 @@
 #include "app/http_server.h"
 
-#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
-#include "app/api_key.h"
+#include <utility>  // Boost 1.74 Asio uses std::exchange without including it
+
+#include <boost/asio.hpp>
+
 #include "app/http_reply.h"
+#include "app/http_session.h"
 #include "app/routes_generation.h"
 #include "app/routes_info.h"
 #include "app/routes_tokenize.h"
 
 namespace clm {
 
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
 namespace {
 
-// A bounded label set for clmcache_requests_total: unknown paths are "other".
-std::string endpoint_label(const std::string& path) {
-  static const char* kKnown[] = {"/", "/health", "/v1/models", "/stats", "/metrics", "/v1/completions",
-                                 "/v1/chat/completions", "/tokenize", "/detokenize"};
-  for (const char* k : kKnown)
-    if (path == k) return path;
-  return "other";
+// What a client over --max-connections hears before its connection closes.
+std::string too_many_connections_answer() {
+  const std::string body = error_response(ApiError{503, "the server has too many open connections", "server_error",
+                                                   "", "too_many_connections"})
+                               .body;
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+         "Retry-After: 1\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-// Routes a browser or a load balancer may reach without the key.
-bool is_public(const std::string& path) { return path == "/" || path == "/health"; }
+constexpr auto kTrimCheckPeriod = std::chrono::seconds(1);
 
 }  // namespace
 
+struct HttpServer::Impl {
+  Impl(Engine& engine, ServerOptions options, ChatRenderer chat)
+      : ctx(engine, std::move(options), std::move(chat)),
+        policy{ctx.options.host, !ctx.options.api_key.empty(), ctx.options.cors_origins},
+        trim(ctx.options.limits.memory_trim_bytes),
+        handlers(static_cast<std::size_t>(ctx.options.limits.handler_threads)),
+        shared{ctx, routes, policy, handlers, trim},
+        acceptor(io),
+        trim_timer(io) {
+    register_info_routes(routes, ctx);
+    register_generation_routes(routes, ctx);
+    register_tokenize_routes(routes, ctx);
+  }
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(io), [this](boost::system::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (ec) {
+        // Out of descriptors, most likely: wait a little rather than spin.
+        std::fprintf(stderr, "clmcache: accept failed: %s\n", ec.message().c_str());
+        auto pause = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(50));
+        pause->async_wait([this, pause](boost::system::error_code) { accept(); });
+        return;
+      }
+      if (ctx.connections.load() >= ctx.options.limits.max_connections) refuse(std::move(socket));
+      else std::make_shared<HttpSession>(std::move(socket), shared)->start();
+      accept();
+    });
+  }
+
+  void refuse(tcp::socket socket) {
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    asio::async_write(*s, asio::buffer(too_many_answer),
+                      [s](boost::system::error_code, std::size_t) {
+                        boost::system::error_code ignored;
+                        s->shutdown(tcp::socket::shutdown_both, ignored);
+                      });
+  }
+
+  void schedule_trim() {
+    trim_timer.expires_after(kTrimCheckPeriod);
+    trim_timer.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      trim.trim_if_due();
+      schedule_trim();
+    });
+  }
+
+  // Declared after what sessions refer to, so that sessions still queued in
+  // the handler pool or the event loop go first when the server does.
+  ServerContext ctx;
+  RouteTable routes;
+  AccessPolicy policy;
+  MemoryTrim trim;
+  asio::io_context io;
+  asio::thread_pool handlers;  // destroyed before the loop its sessions' sockets belong to
+  SessionShared shared;
+  tcp::acceptor acceptor;
+  asio::steady_timer trim_timer;
+  const std::string too_many_answer = too_many_connections_answer();
+};
+
 HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatRenderer chat)
-    : ctx_(engine, std::move(options), std::move(chat)) {
-  // Every running or queued request may hold a thread while it streams, plus
-  // some for the cheap routes.
-  const int threads = ctx_.options.http_threads > 0
-                          ? ctx_.options.http_threads
-                          : std::clamp(engine.options().max_running * 2 + 8, 16, 256);
-  server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  server_.set_payload_max_length(ctx_.options.max_body_bytes);
-  server_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (is_public(req.path) || api_key_accepted(ctx_.options.api_key, req.get_header_value("Authorization")))
-      return httplib::Server::HandlerResponse::Unhandled;
-    reply_error(res, unauthorized_error());
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  // httplib's own refusals (no route, body too large, bad request line) come
-  // here with an empty body; give them the OpenAI error shape too.
-  server_.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                        httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError error;
-    if (res.status == 404) error = route_not_found_error(req.method, req.path);
-    else if (res.status == 413) error = body_too_large_error(ctx_.options.max_body_bytes);
-    else error = ApiError{res.status, "the request could not be handled (HTTP " + std::to_string(res.status) + ")",
-                          "invalid_request_error", "", ""};
-    if (res.status == 405) error.code = "method_not_allowed";
-    reply_error(res, error);
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    reply_error(res, server_error("internal error: " + what));
-  });
-  server_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    ctx_.metrics.record_request(endpoint_label(req.path), res.status);
-  });
-  register_info_routes(server_, ctx_);
-  register_generation_routes(server_, ctx_);
-  register_tokenize_routes(server_, ctx_);
+    : impl_(std::make_unique<Impl>(engine, std::move(options), std::move(chat))) {}
+
+HttpServer::~HttpServer() {
+  impl_->io.stop();
+  impl_->handlers.stop();
+  impl_->handlers.join();
 }
 
-HttpServer::~HttpServer() { server_.stop(); }
+ServerContext& HttpServer::context() { return impl_->ctx; }
 
 Result<int> HttpServer::bind() {
-  const std::string& host = ctx_.options.host;
-  if (ctx_.options.port == 0) {
-    const int port = server_.bind_to_any_port(host);
-    if (port <= 0) return fail("cannot listen on " + host + " (any port)");
-    return port;
-  }
-  if (!server_.bind_to_port(host, ctx_.options.port))
-    return fail("cannot listen on " + host + ":" + std::to_string(ctx_.options.port) + " (in use, or not an address here?)");
-  return ctx_.options.port;
+  const ServerOptions& o = impl_->ctx.options;
+  const std::string where = o.host + ":" + std::to_string(o.port);
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(o.host == "localhost" ? "127.0.0.1" : o.host, ec);
+  if (ec) return fail("cannot listen on " + where + ": '" + o.host + "' is not an IP address");
+  const tcp::endpoint endpoint(address, static_cast<unsigned short>(o.port));
+  tcp::acceptor& a = impl_->acceptor;
+  a.open(endpoint.protocol(), ec);
+  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(endpoint, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("cannot listen on " + where + ": " + ec.message());
+  return static_cast<int>(a.local_endpoint().port());
 }
 
-void HttpServer::run() { server_.listen_after_bind(); }
+void HttpServer::run() {
+  Impl& m = *impl_;
+  m.accept();
+  m.schedule_trim();
+  std::vector<std::thread> extra;
+  for (int i = 1; i < m.ctx.options.limits.io_threads; ++i) extra.emplace_back([&m] { m.io.run(); });
+  m.io.run();
+  for (auto& t : extra) t.join();
+}
 
 void HttpServer::shutdown(double grace_s) {
-  ctx_.draining = true;
-  // httplib aborts responses still streaming when it stops, so wait for the
-  // generations first; polling is fine at this rate and only on shutdown.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
-  while (ctx_.in_flight > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (ctx_.in_flight > 0) {
+  Impl& m = *impl_;
+  m.ctx.draining = true;
+  auto wait_idle = [&m](double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (m.ctx.in_flight > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  };
+  wait_idle(grace_s);
+  if (m.ctx.in_flight > 0) {
     // Cancelled generations end their streams with an error event.
-    ctx_.engine.scheduler().stop();
-    const auto flush_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (ctx_.in_flight > 0 && std::chrono::steady_clock::now() < flush_deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m.ctx.engine.scheduler().stop();
+    wait_idle(0.5);
   }
-  server_.stop();
+  // The last events were handed to the sockets as they were produced; give
+  // them a moment to leave, then close every connection by stopping the loop
+  // (the sessions and their sockets go with it).
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  asio::post(m.io, [&m] {
+    boost::system::error_code ignored;
+    m.acceptor.close(ignored);
+    m.trim_timer.cancel();
+  });
+  m.io.stop();
 }
 
 }  // namespace clm

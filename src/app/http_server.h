@@ -1,10 +1,11 @@
-// HttpServer: the OpenAI-compatible HTTP front of an Engine. It wires the
-// routes, the API key check, body limits, JSON error pages and request
-// metrics onto httplib, and shuts down gracefully: new generations are
-// refused, in-flight ones get a bounded time to finish, then are cancelled.
+// HttpServer: the OpenAI-compatible HTTP front of an Engine, event-driven on
+// Boost.Beast/Asio. A few I/O threads serve every connection (an idle or slow
+// one costs no thread); parsing, tokenizing and submitting run on a small
+// handler pool; tokens come from the scheduler's thread as "ready" news.
+// Every limit is a flag (http_limits.h). Shutdown is bounded: new
+// generations are refused, in-flight ones get the grace period, then are
+// cancelled, and every connection is closed whatever its client does.
 #pragma once
-
-#include <httplib.h>
 
 #include <memory>
 
@@ -19,18 +20,19 @@ class HttpServer {
   ~HttpServer();
 
   // Binds the listening socket; returns the port (the chosen one for port 0).
+  // A port in use is an error (SO_REUSEADDR only, never SO_REUSEPORT).
   Result<int> bind();
   // Serves until shutdown(); returns on the thread that called it.
   void run();
   // From any thread: refuse new generations, wait up to grace_s for those in
-  // flight, cancel the rest, then stop serving.
+  // flight, cancel the rest, then close every connection and stop serving.
   void shutdown(double grace_s);
 
-  ServerContext& context() { return ctx_; }
+  ServerContext& context();
 
  private:
-  ServerContext ctx_;
-  httplib::Server server_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace clm

@@ -1,6 +1,7 @@
 #include "app/routes_info.h"
 
 #include "app/http_reply.h"
+#include "app/http_routes.h"
 #include "app/web_page.h"
 
 namespace clm {
@@ -63,15 +64,20 @@ json scheduler_json(const SchedulerStats& s) {
 
 }  // namespace
 
-void register_info_routes(httplib::Server& server, ServerContext& ctx) {
-  server.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(chat_web_page()), "text/html; charset=utf-8");
+void register_info_routes(RouteTable& routes, ServerContext& ctx) {
+  routes.get("/", [] {
+    HttpResponse res;
+    res.content_type = "text/html; charset=utf-8";
+    res.body = std::string(chat_web_page());
+    return res;
   });
-  server.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
-    if (ctx.draining) return reply_json(res, {{"status", "shutting_down"}}, 503);
-    reply_json(res, {{"status", "ok"}});
+  routes.get("/health", [&ctx] {
+    HttpResponse res;
+    if (ctx.draining) reply_json(res, {{"status", "shutting_down"}}, 503);
+    else reply_json(res, {{"status", "ok"}});
+    return res;
   });
-  server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
+  routes.get("/v1/models", [&ctx] {
     const ModelConfig& config = ctx.engine.model().config();
     json model = {{"id", ctx.options.defaults.model_id},
                   {"object", "model"},
@@ -82,26 +88,34 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
                     {"n_vocab", ctx.engine.model().tokenizer().n_vocab()},
                     {"n_layer", config.n_layers},
                     {"chat_format", std::string(ctx.chat.name())}}}};
+    HttpResponse res;
     reply_json(res, {{"object", "list"}, {"data", json::array({model})}});
+    return res;
   });
-  server.Get("/stats", [&ctx](const httplib::Request&, httplib::Response& res) {
+  routes.get("/stats", [&ctx] {
     const EngineCacheStats stats = ctx.engine.cache_stats();
     const double uptime =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
+    HttpResponse res;
     reply_json(res, {{"cache", cache_json(stats.cache)},
                      {"scheduler", scheduler_json(stats.scheduler)},
                      {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
                      {"server",
                       {{"uptime_s", uptime},
                        {"in_flight", ctx.in_flight.load()},
+                       {"connections", ctx.connections.load()},
                        {"sessions", ctx.sessions.size()},
                        {"draining", ctx.draining.load()}}}});
+    return res;
   });
-  server.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+  routes.get("/metrics", [&ctx] {
     const EngineCacheStats stats = ctx.engine.cache_stats();
     ctx.metrics.update_cache(stats.cache);
     ctx.metrics.update_scheduler(stats.scheduler);
-    res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+    HttpResponse res;
+    res.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res.body = ctx.metrics.render();
+    return res;
   });
 }
 

@@ -3,12 +3,12 @@
 // (Prometheus text).
 #pragma once
 
-#include <httplib.h>
-
 #include "app/server_context.h"
 
 namespace clm {
 
-void register_info_routes(httplib::Server& server, ServerContext& ctx);
+class RouteTable;
+
+void register_info_routes(RouteTable& routes, ServerContext& ctx);
 
 }  // namespace clm

@@ -3,12 +3,12 @@
 // like every route but "/" and "/health".
 #pragma once
 
-#include <httplib.h>
-
 #include "app/server_context.h"
 
 namespace clm {
 
-void register_tokenize_routes(httplib::Server& server, ServerContext& ctx);
+class RouteTable;
+
+void register_tokenize_routes(RouteTable& routes, ServerContext& ctx);
 
 }  // namespace clm

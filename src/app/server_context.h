@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
+#include "app/http_limits.h"
 #include "app/openai_request.h"
 #include "app/server_metrics.h"
 #include "engine/engine.h"
@@ -20,8 +22,10 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (the one chosen is printed)
   std::string api_key;  // empty: no key needed
   double session_timeout_s = 600.0;
-  std::size_t max_body_bytes = 8u << 20;
-  int http_threads = 0;  // 0: enough for every running and queued request to stream
+  HttpLimits limits;
+  // Origins (scheme://host[:port]) whose pages may call the API; "*": any.
+  // The server's own page is always allowed.
+  std::vector<std::string> cors_origins;
   int retry_after_s = 1;  // what a 429/503 tells the client to wait
   RequestDefaults defaults;  // model id, max_tokens, sampler
 };
@@ -37,6 +41,7 @@ struct ServerContext {
   SessionStore sessions;
   std::atomic<bool> draining{false};  // shutting down: new generations get 503
   std::atomic<int> in_flight{0};      // generations not yet finished
+  std::atomic<int> connections{0};    // open HTTP connections
   const int64_t created_unix_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();

@@ -233,14 +233,23 @@ class Scheduler {
 // A blocking iterator over one request's tokens, for callers that prefer to
 // pull: next() returns tokens until the request ends, then nullopt. When the
 // scheduler has no loop thread, next() steps it on the caller's thread.
+// Event-driven callers pass on_ready instead and call poll(), which never
+// blocks: on_ready runs on the scheduler's thread after each token and at the
+// end, so it must only hand the news over (post to an event loop), not wait.
 class TokenStream {
  public:
-  static Result<std::unique_ptr<TokenStream>> open(Scheduler& scheduler, Request request);
+  using ReadyCallback = std::function<void()>;
+  static Result<std::unique_ptr<TokenStream>> open(Scheduler& scheduler, Request request,
+                                                   ReadyCallback on_ready = {});
   ~TokenStream();  // cancels the request if it is still running
   TokenStream(const TokenStream&) = delete;
   TokenStream& operator=(const TokenStream&) = delete;
   std::optional<TokenEvent> next();
-  // Valid once next() has returned nullopt.
+  enum class Poll { Token, Ended, Pending };
+  // Token: `out` holds the next token. Ended: as next() returning nullopt.
+  // Pending: nothing yet (only with a started scheduler).
+  Poll poll(TokenEvent& out);
+  // Valid once next() has returned nullopt or poll() Ended.
   const RequestSummary& summary() const { return summary_; }
   RequestId id() const { return id_; }
   void cancel();

@@ -7,25 +7,28 @@
 
 namespace clm {
 
-Result<std::unique_ptr<TokenStream>> TokenStream::open(Scheduler& scheduler, Request request) {
+Result<std::unique_ptr<TokenStream>> TokenStream::open(Scheduler& scheduler, Request request,
+                                                       ReadyCallback on_ready) {
   std::unique_ptr<TokenStream> stream(new TokenStream());
   stream->scheduler_ = &scheduler;
   stream->state_ = std::make_shared<State>();
-  auto on_token = [state = stream->state_](const TokenEvent& ev) {
+  auto on_token = [state = stream->state_, on_ready](const TokenEvent& ev) {
     {
       std::lock_guard lock(state->mu);
       state->events.push_back(ev);
     }
     state->cv.notify_all();
+    if (on_ready) on_ready();
     return true;
   };
-  auto on_done = [state = stream->state_](const RequestSummary& summary) {
+  auto on_done = [state = stream->state_, on_ready](const RequestSummary& summary) {
     {
       std::lock_guard lock(state->mu);
       state->done = true;
       state->summary = summary;
     }
     state->cv.notify_all();
+    if (on_ready) on_ready();
   };
   auto id = scheduler.submit(std::move(request), on_token, on_done);
   if (!id) return std::unexpected(id.error());
@@ -62,6 +65,20 @@ std::optional<TokenEvent> TokenStream::next() {
     // done, so there is work and a step always progresses.
     CLM_CHECK(scheduler_->step(), "scheduler made no progress with a stream open");
   }
+}
+
+TokenStream::Poll TokenStream::poll(TokenEvent& out) {
+  std::lock_guard lock(state_->mu);
+  if (!state_->events.empty()) {
+    out = std::move(state_->events.front());
+    state_->events.pop_front();
+    return Poll::Token;
+  }
+  if (state_->done) {
+    summary_ = state_->summary;
+    return Poll::Ended;
+  }
+  return Poll::Pending;
 }
 
 void TokenStream::cancel() { scheduler_->cancel(id_); }

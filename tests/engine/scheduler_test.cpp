@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <future>
 #include <thread>
 
@@ -291,6 +293,49 @@ TEST(Scheduler, TokenStreamPullsWithAndWithoutALoop) {
 
   auto refused = TokenStream::open(*rig.scheduler, greedy_request({}, 5));
   EXPECT_FALSE(refused);
+}
+
+// Event-driven callers: poll() never blocks, and on_ready says when to call
+// it again; the tokens are the same as pulled ones.
+TEST(Scheduler, TokenStreamPollsWhenToldItIsReady) {
+  Rig rig(tiny(), RigOptions{});
+  const auto prompt = test::prompt_of(20, 4, vocab());
+  std::vector<int32_t> want;
+  {
+    auto pulled = TokenStream::open(*rig.scheduler, greedy_request(prompt, 9));
+    ASSERT_TRUE(pulled);
+    while (auto ev = (*pulled)->next()) want.push_back(ev->id);
+  }
+  rig.scheduler->start();
+  std::mutex mu;
+  std::condition_variable cv;
+  int readies = 0;
+  auto stream = TokenStream::open(*rig.scheduler, greedy_request(prompt, 9), [&] {
+    std::lock_guard lock(mu);
+    ++readies;
+    cv.notify_all();
+  });
+  ASSERT_TRUE(stream) << stream.error().message;
+  std::vector<int32_t> got;
+  int seen = 0;
+  for (;;) {
+    TokenEvent ev;
+    const TokenStream::Poll p = (*stream)->poll(ev);
+    if (p == TokenStream::Poll::Ended) break;
+    if (p == TokenStream::Poll::Token) {
+      got.push_back(ev.id);
+      continue;
+    }
+    // Pending: wait for news rather than spin.
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return readies > seen; }));
+    seen = readies;
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ((*stream)->summary().stop_reason, "length");
+  std::lock_guard lock(mu);
+  EXPECT_EQ(readies, 10);  // one per token and one at the end
+  rig.scheduler->stop();
 }
 
 }  // namespace

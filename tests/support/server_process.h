@@ -19,6 +19,7 @@ class ServerProcess {
   ServerProcess& operator=(const ServerProcess&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // Sends SIGTERM and waits up to timeout_s; returns the exit code, or -1 if
   // it did not exit (then it is killed) or died of a signal.
   int terminate(double timeout_s);
