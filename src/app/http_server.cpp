@@ -50,9 +50,9 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatRenderer chat)
     ApiError error;
     if (res.status == 404) error = route_not_found_error(req.method, req.path);
     else if (res.status == 413) error = body_too_large_error(ctx_.options.max_body_bytes);
-    else error = ApiError{res.status, "the request could not be handled (HTTP " + std::to_string(res.status) + ")",
-                          "invalid_request_error", "", ""};
-    if (res.status == 405) error.code = "method_not_allowed";
+    else error = api_error(kind_of_http_status(res.status),
+                           "the request could not be handled (HTTP " + std::to_string(res.status) + ")");
+    if (error.kind == ErrorKind::MethodNotAllowed) error.code = "method_not_allowed";
     reply_error(res, error);
     return httplib::Server::HandlerResponse::Handled;
   }));

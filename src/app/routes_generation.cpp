@@ -21,8 +21,9 @@ void reply_whole(httplib::Response& res, GenerationJob& job) {
   // With echo, the prompt comes first in the text and in the logprobs.
   std::vector<TokenLogprob> logprobs = job.request().echo ? job.prompt_logprobs() : std::vector<TokenLogprob>{};
   for (auto& lp : generated) logprobs.push_back(std::move(lp));
+  const std::optional<FinishDetails> details = job.finish_details();
   reply_json(res, completion_response(job.meta(), job.echo_text() + job.text(), job.finish_reason(), job.usage(),
-                                      job.request().logprobs ? &logprobs : nullptr));
+                                      job.request().logprobs ? &logprobs : nullptr, details ? &*details : nullptr));
 }
 
 // Streams one event per token that releases text (or carries logprobs).
@@ -66,6 +67,7 @@ void reply_streamed(httplib::Response& res, std::shared_ptr<GenerationJob> job) 
         } else {
           StreamChunk last;
           last.finish_reason = job->finish_reason();
+          last.finish_details = job->finish_details();
           tail += sse_event(stream_chunk(meta, last));
           if (job->request().include_usage) tail += sse_event(usage_chunk(meta, job->usage()));
         }

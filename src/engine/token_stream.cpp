@@ -64,6 +64,6 @@ std::optional<TokenEvent> TokenStream::next() {
   }
 }
 
-void TokenStream::cancel() { scheduler_->cancel(id_); }
+void TokenStream::cancel(CancelCause cause) { scheduler_->cancel(id_, cause); }
 
 }  // namespace clm
