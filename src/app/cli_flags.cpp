@@ -38,12 +38,14 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_flag("--mmap", f.mmap,
                "use the weights in place from the file's memory map (shared page cache, instant load) "
                "instead of a private huge-page copy (faster decode)");
-  auto* no_cache = cmd.add_flag("--no-prefix-cache{false}", o.prefix_cache,
-                                "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
-                                "(--reuse off only changes the default)");
-  cmd.add_flag("--no-partial-block-reuse{false}", o.partial_block_reuse,
-               "reuse cached blocks only whole: do not copy the leading tokens of a cached block that the prompt "
-               "continues only partly");
+  auto* no_cache = cmd.add_flag_callback(
+      "--no-prefix-cache", [&o] { o.prefix_cache = false; },
+      "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
+      "(--reuse off only changes the default)");
+  cmd.add_flag_callback(
+      "--no-partial-block-reuse", [&o] { o.partial_block_reuse = false; },
+      "reuse cached blocks only whole: do not copy the leading tokens of a cached block that the prompt "
+      "continues only partly");
   auto* reuse = cmd.add_option_function<std::string>(
                        "--reuse",
                        // CLI11 has checked the name, so the lookup cannot fail.
