@@ -10,6 +10,13 @@ namespace clm {
 
 namespace {
 
+// The share as the help shows it: "0.15", not "0.150000".
+std::string ratio_text(float ratio) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(ratio));
+  return buf;
+}
+
 std::string blend_ratio_error(const std::string& text) {
   return "--blend-ratio must be a number in [0, 1] or \"auto\", not '" + text + "'";
 }
@@ -17,32 +24,46 @@ std::string blend_ratio_error(const std::string& text) {
 }  // namespace
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
+  EngineOptions& o = f.options;
   cmd.add_option("-m,--model", f.model, "GGUF model file (default: $CLMCACHE_MODEL, else a synthetic demo model)");
-  cmd.add_option("-c,--ctx-size", f.n_ctx, "context size in tokens")->check(CLI::Range(1, 1 << 24));
-  cmd.add_option("-t,--threads", f.n_threads, "worker threads (0: all cores)")->check(CLI::Range(0, 1024));
-  cmd.add_option("--kv-type", f.kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
-  cmd.add_option("--block-size", f.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  cmd.add_option("-t,--threads", o.n_threads, "worker threads (0: all cores)")->check(CLI::Range(0, 1024));
+  // Named values are parsed by name and written into the option itself.
+  cmd.add_option_function<std::string>(
+         "--kv-type", [&o](const std::string& v) { o.kv_type = v == "f32" ? KvType::F32 : KvType::F16; },
+         "KV cache element type")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->default_str(o.kv_type == KvType::F32 ? "f32" : "f16");
+  cmd.add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd.add_flag("--mmap", f.mmap,
                "use the weights in place from the file's memory map (shared page cache, instant load) "
                "instead of a private huge-page copy (faster decode)");
-  auto* no_cache = cmd.add_flag("--no-prefix-cache", f.no_prefix_cache,
-                                "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
-                                "(--reuse off only changes the default)");
-  auto* reuse = cmd.add_option("--reuse", f.reuse_mode,
-                               "how prompts reuse cached K/V unless a request says otherwise: off, prefix (exact), "
-                               "shift (also spans found elsewhere, K re-rotated; approximate), or blend (shift, "
-                               "then recompute the copied tokens whose K/V deviate most)")
+  auto* no_cache = cmd.add_flag_callback(
+      "--no-prefix-cache", [&o] { o.prefix_cache = false; },
+      "cache nothing: no request reuses any K/V, whatever its \"reuse\" field says "
+      "(--reuse off only changes the default)");
+  cmd.add_flag_callback(
+      "--no-partial-block-reuse", [&o] { o.partial_block_reuse = false; },
+      "reuse cached blocks only whole: do not copy the leading tokens of a cached block that the prompt "
+      "continues only partly");
+  auto* reuse = cmd.add_option_function<std::string>(
+                       "--reuse",
+                       // CLI11 has checked the name, so the lookup cannot fail.
+                       [&o](const std::string& v) { o.reuse.mode = parse_reuse_mode(v).value_or(o.reuse.mode); },
+                       "how prompts reuse cached K/V unless a request says otherwise: off, prefix (exact), "
+                       "shift (also spans found elsewhere, K re-rotated; approximate), or blend (shift, "
+                       "then recompute the copied tokens whose K/V deviate most)")
                     ->check(CLI::IsMember({"off", "prefix", "shift", "blend"}))
-                    ->capture_default_str();
+                    ->default_str(std::string(to_string(o.reuse.mode)));
   no_cache->excludes(reuse);
-  cmd.add_option("--min-reuse-tokens", f.reuse.min_reuse_tokens, "shortest span that shift mode reuses, in tokens")
+  cmd.add_option("--min-reuse-tokens", o.reuse.min_reuse_tokens, "shortest span that shift mode reuses, in tokens")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
-  cmd.add_option("--reuse-window", f.reuse.window,
+  cmd.add_option("--reuse-window", o.reuse.window,
                  "shift mode searches spans only in the last N prompt tokens (0: the whole prompt)")
       ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
-  cmd.add_option("--reuse-lead", f.reuse.lead,
+  cmd.add_option("--reuse-lead", o.reuse.lead,
                  "shift mode computes the first K tokens of each reused span instead of copying them")
       ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
@@ -50,19 +71,29 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "blend mode recomputes this share of the copied tokens, most deviant first; \"auto\" picks "
                  "the share per prompt from the deviations")
       ->check([](const std::string& v) { return parse_blend_ratio(v) ? std::string() : blend_ratio_error(v); })
-      ->capture_default_str();
-  cmd.add_option("--blend-layer", f.reuse.blend_layer,
+      ->default_str(o.reuse.blend_adaptive ? "auto" : ratio_text(o.reuse.blend_ratio));
+  cmd.add_option("--blend-layer", o.reuse.blend_layer,
                  "blend mode measures each copied token's V deviation at this layer, after computing the ones "
                  "before it")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
-  cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
+  cmd.add_option("--kv-memory-mb", o.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
-  cmd.add_option("--parallel", f.parallel, "sequences decoding at once")->check(CLI::Range(1, 4096));
-  cmd.add_option("--cache-hot-after", f.cache_hot_after, "hits after which a cached block is evicted last")
-      ->check(CLI::Range(1, 1 << 30));
-  cmd.add_option("--cache-ttl", f.cache_ttl, "seconds an unused cached block may stay (0: until memory is needed)")
+  cmd.add_option("--parallel", o.max_running, "sequences decoding at once")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd.add_option("--cache-hot-after", o.cache_hot_after_hits, "hits after which a cached block is evicted last")
+      ->check(CLI::Range(1, 1 << 30))
+      ->capture_default_str();
+  cmd.add_option("--cache-ttl", o.cache_ttl_s, "seconds an unused cached block may stay (0: until memory is needed)")
       ->check(CLI::Range(0.0, 1e9));
+}
+
+void add_batch_flag(CLI::App& cmd, EngineFlags& f) {
+  cmd.add_option("--max-batch-tokens", f.options.max_batch_tokens,
+                 "tokens per forward call: one decode token per running sequence plus prompt chunks")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
 }
 
 void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
@@ -87,27 +118,16 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
     std::fprintf(stderr, "clmcache: %s\n", source.error().message.c_str());
     return nullptr;
   }
-  EngineOptions options;
+  EngineOptions options = f.options;
   options.model_path = source->path;
-  options.n_ctx = f.n_ctx;
-  options.n_threads = f.n_threads;
-  options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
-  options.block_size = f.block_size;
-  options.max_batch_tokens = f.max_batch_tokens;
-  options.prefix_cache = !f.no_prefix_cache;
-  options.reuse = f.reuse;
-  // CLI11 has checked the name, so the lookup cannot fail.
-  options.reuse.mode = parse_reuse_mode(f.reuse_mode).value_or(ReuseOptions{}.mode);
-  if (f.no_prefix_cache) options.reuse.mode = ReuseMode::Off;
-  const BlendChoice blend = parse_blend_ratio(f.blend_ratio).value_or(BlendChoice{});
-  options.reuse.blend_ratio = blend.ratio;
-  options.reuse.blend_adaptive = blend.adaptive;
+  if (!f.blend_ratio.empty()) {
+    // CLI11 has checked the text, so parsing cannot fail.
+    const BlendChoice blend = parse_blend_ratio(f.blend_ratio).value_or(BlendChoice{});
+    options.reuse.blend_ratio = blend.ratio;
+    options.reuse.blend_adaptive = blend.adaptive;
+  }
+  if (!options.prefix_cache) options.reuse.mode = ReuseMode::Off;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
-  options.kv_memory_mb = f.kv_memory_mb;
-  options.max_running = f.parallel;
-  options.cache_hot_after_hits = f.cache_hot_after;
-  options.cache_ttl_s = f.cache_ttl;
-  options.max_queued = f.max_queued;
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   options.known_fingerprint = recall_fingerprint(source->path);

@@ -1,40 +1,32 @@
 // Flags shared by the commands that load a model (run, chat and serve),
-// parsed into the engine's and sampler's option structs.
+// parsed straight into the engine's and sampler's option structs: each flag
+// writes the EngineOptions field it names, so the structs' defaults are the
+// flags' defaults and nothing is copied in between.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <cstddef>
+#include <memory>
 #include <string>
 
-#include "cache/reuse_plan.h"
 #include "engine/engine.h"
 #include "model/sampler.h"
 
 namespace clm {
 
 struct EngineFlags {
-  std::string model;
-  int n_ctx = 4096;
-  int n_threads = 0;
-  std::string kv_type = "f16";
-  int block_size = 32;
-  int max_batch_tokens = 512;
-  bool no_prefix_cache = false;
-  bool mmap = false;
-  std::size_t kv_memory_mb = 0;
-  int parallel = 16;
-  uint32_t cache_hot_after = 2;
-  double cache_ttl = 0.0;
-  int max_queued = 256;  // set by serve's --max-queued
-  // --reuse and its span-search limits; the defaults are ReuseOptions'.
-  std::string reuse_mode = std::string(to_string(ReuseOptions{}.mode));
-  // --blend-ratio: a share in [0, 1], or "auto" for the adaptive choice.
-  std::string blend_ratio = "0.15";
-  ReuseOptions reuse;
+  std::string model;  // resolved by load_engine (model_source.h)
+  bool mmap = false;  // --mmap: the weights used in place (FileLoad::Map)
+  // --blend-ratio: a share in [0, 1], or "auto" for the adaptive choice;
+  // written into options.reuse by load_engine. Empty: options.reuse's own.
+  std::string blend_ratio;
+  EngineOptions options;
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
+// --max-batch-tokens, for the commands that batch many requests (serve,
+// chat); `run` sizes its batch with --prefill-chunk instead.
+void add_batch_flag(CLI::App& cmd, EngineFlags& flags);
 void add_sampler_flags(CLI::App& cmd, SamplerParams& params);
 
 // Resolves the model (see model_source.h), shows a progress bar for slow

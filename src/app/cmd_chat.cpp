@@ -77,13 +77,14 @@ int chat(ChatFlags& f) {
       continue;
     }
     messages.push_back({"user", line});
-    const auto prompt = renderer->render(messages, /*add_generation_prompt=*/true);
+    // What the user typed is text: "</s>" in a line is not the end token.
+    const auto prompt = renderer->render_prompt(messages, /*add_generation_prompt=*/true);
     if (!prompt) {
       std::fprintf(stderr, "clmcache: %s\n", prompt.error().message.c_str());
       messages.pop_back();
       continue;
     }
-    const std::vector<int32_t> ids = tok.encode(*prompt, /*add_special=*/true, /*parse_special=*/true);
+    const std::vector<int32_t> ids = tok.encode(*prompt, /*add_special=*/true);
 
     GenerateOptions options;
     options.max_tokens = f.n_predict;
@@ -123,6 +124,7 @@ void register_chat_command(CLI::App& app, int& exit_code) {
   auto f = std::make_shared<ChatFlags>();
   CLI::App* cmd = app.add_subcommand("chat", "interactive multi-turn chat with the model's chat template");
   add_engine_flags(*cmd, f->engine);
+  add_batch_flag(*cmd, f->engine);
   add_sampler_flags(*cmd, f->sampler);
   cmd->add_option("-n,--n-predict", f->n_predict, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
   add_chat_template_flags(*cmd, f->chat);

@@ -47,7 +47,7 @@ int run(const RunFlags& f) {
     prompt = ss.str();
   }
   EngineFlags engine_flags = f.engine;
-  engine_flags.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch
+  engine_flags.options.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch
   auto engine = load_engine(engine_flags);
   if (!engine) return 1;
   const Tokenizer& tok = engine->model().tokenizer();

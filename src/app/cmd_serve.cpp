@@ -117,8 +117,9 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<ServeFlags>();
   CLI::App* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server");
   add_engine_flags(*cmd, flags->engine);
+  add_batch_flag(*cmd, flags->engine);
   add_sampler_flags(*cmd, flags->sampler);
-  cmd->add_option("--max-queued", flags->engine.max_queued, "requests waiting for room before 429s")
+  cmd->add_option("--max-queued", flags->engine.options.max_queued, "requests waiting for room before 429s")
       ->check(CLI::Range(1, 1 << 20));
   ServerOptions& s = flags->server;
   cmd->add_option("--host", s.host, "address to listen on");

@@ -17,21 +17,22 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                                                             GenerationRequest request,
                                                                             TokenStream::ReadyCallback on_ready) {
   if (ctx.draining) {
-    return std::unexpected(ApiError{503, "the server is shutting down", "server_error", "", "shutting_down",
-                                    ctx.options.retry_after_s});
+    return std::unexpected(shutting_down_error("the server is shutting down", ctx.options.retry_after_s));
   }
   std::unique_ptr<GenerationJob> job(new GenerationJob(ctx, std::move(request)));
   GenerationRequest& r = job->request_;
   const Tokenizer& tok = ctx.engine.model().tokenizer();
   std::vector<std::string> stops = r.stop;
+  PromptText prompt;
   if (r.endpoint == ApiEndpoint::Chat) {
-    auto rendered = ctx.chat.render(r.messages, /*add_generation_prompt=*/true);
+    auto rendered = ctx.chat.render_prompt(r.messages, /*add_generation_prompt=*/true);
     if (!rendered) return std::unexpected(invalid_field_error("messages", rendered.error().message));
-    job->prompt_text_ = std::move(*rendered);
+    prompt = std::move(*rendered);
     for (const auto& s : ctx.chat.stop_strings()) stops.push_back(s);
   } else {
-    job->prompt_text_ = r.prompt;
+    prompt = r.parse_special ? PromptText::parsed(r.prompt) : PromptText::all_literal(r.prompt);
   }
+  job->prompt_text_ = prompt.text;
   job->stop_ = StopStringFilter(std::move(stops));
   if (!r.prompt_ids.empty()) {
     // Ids are used as given (parsing checked them against the vocabulary, and
@@ -39,20 +40,18 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
     job->prompt_ = r.prompt_ids;
     job->prompt_text_ = tok.decode(job->prompt_);
   } else {
-    job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, job->prompt_text_, tok).tokens;
+    job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, prompt, tok).tokens;
   }
   const std::string param = r.endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
   const int n_ctx = ctx.engine.options().n_ctx;
   if (static_cast<int>(job->prompt_.size()) >= n_ctx)
-    return std::unexpected(invalid_field_error(param,
-                                               "the prompt is " + std::to_string(job->prompt_.size()) +
-                                                   " tokens; this server's context holds " + std::to_string(n_ctx),
-                                               "context_length_exceeded"));
+    return std::unexpected(api_error(ErrorKind::ContextExceeded,
+                                     "the prompt is " + std::to_string(job->prompt_.size()) +
+                                         " tokens; this server's context holds " + std::to_string(n_ctx),
+                                     param, "context_length_exceeded"));
   Scheduler& scheduler = ctx.engine.scheduler();
-  const int max_queued = ctx.engine.options().max_queued;
-  if (scheduler.stats().queued >= max_queued) return std::unexpected(server_busy_error(ctx.options.retry_after_s));
 
   Request sr;
   sr.prompt = job->prompt_;
@@ -67,11 +66,8 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.sampler = r.sampler;
   const bool on_ready_set = static_cast<bool>(on_ready);
   auto stream = TokenStream::open(scheduler, std::move(sr), std::move(on_ready));
-  if (!stream) {
-    // The queue may have filled between the check and the submit.
-    if (scheduler.stats().queued >= max_queued) return std::unexpected(server_busy_error(ctx.options.retry_after_s));
-    return std::unexpected(invalid_field_error(param, stream.error().message));
-  }
+  // The scheduler says why it refused (a full queue is 429, a stopped one 503).
+  if (!stream) return std::unexpected(api_error_from(stream.error(), param, ctx.options.retry_after_s));
   job->event_driven_ = on_ready_set;
   job->stream_ = std::move(*stream);
   job->decoder_ = std::make_unique<StreamDecoder>(tok);
@@ -82,7 +78,8 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
 
 GenerationJob::~GenerationJob() {
   if (!stream_) return;
-  if (!done_) stream_->cancel();
+  // Not done: the client is gone (the handler gave up on it).
+  if (!done_) stream_->cancel(CancelCause::Client);
   stream_.reset();
   --ctx_.in_flight;
 }
@@ -126,7 +123,7 @@ GenerationJob::Step GenerationJob::take(std::optional<TokenEvent> ev) {
     if (request_.logprobs) step.logprobs.push_back(logprob_entry(ev->id, ev->logprob, ev->top_logprobs));
     if (stop_.stopped()) {
       stopped_by_string_ = true;
-      stream_->cancel();
+      stream_->cancel(CancelCause::StopString);
       if (event_driven_) {
         awaiting_end_ = true;  // poll() finishes once the stream ends
       } else {
@@ -153,8 +150,7 @@ void GenerationJob::finish() {
   if (summary_.stop_reason == "error") {
     error_ = server_error("generation failed: " + summary_.error);
   } else if (summary_.stop_reason == "cancelled" && !stopped_by_string_) {
-    error_ = ApiError{503, "the generation was cancelled: the server is shutting down", "server_error", "",
-                      "shutting_down", ctx_.options.retry_after_s};
+    error_ = shutting_down_error("the generation was cancelled: the server is shutting down", ctx_.options.retry_after_s);
   }
   ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
                                  summary_.cached_tokens, summary_.reuse, consumed_, summary_.total_s,
@@ -164,6 +160,11 @@ void GenerationJob::finish() {
     turn.insert(turn.end(), generated_.begin(), generated_.end());
     ctx_.sessions.remember(request_.session_id, prompt_text_ + raw_text_, std::move(turn));
   }
+}
+
+std::optional<FinishDetails> GenerationJob::finish_details() const {
+  if (!summary_.preempt_cause) return std::nullopt;
+  return FinishDetails{"preempted", std::string(to_string(*summary_.preempt_cause)), summary_.note};
 }
 
 std::string GenerationJob::finish_reason() const {

@@ -49,6 +49,8 @@ class GenerationJob {
   const ResponseMeta& meta() const { return meta_; }
   // Valid once done().
   std::string finish_reason() const;
+  // Why it ended early (preempted), beside finish_reason; nullopt otherwise.
+  std::optional<FinishDetails> finish_details() const;
   Usage usage() const;
   const std::optional<ApiError>& error() const { return error_; }
   // The whole reply text released so far.

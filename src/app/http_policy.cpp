@@ -34,7 +34,7 @@ bool listed(const AccessPolicy& policy, std::string_view origin) {
 }
 
 ApiError forbidden(const std::string& message, const std::string& code) {
-  return ApiError{403, message, "invalid_request_error", "", code};
+  return api_error(ErrorKind::Forbidden, message, "", code);
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ namespace {
 
 // What a client over --max-connections hears before its connection closes.
 std::string too_many_connections_answer() {
-  const std::string body = error_response(ApiError{503, "the server has too many open connections", "server_error",
-                                                   "", "too_many_connections"})
+  const std::string body = error_response(api_error(ErrorKind::Unavailable, "the server has too many open connections", "",
+                                                             "too_many_connections"))
                                .body;
   return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
          "Retry-After: 1\r\nContent-Length: " +

@@ -29,8 +29,8 @@ std::string endpoint_label(const std::string& path) {
 bool is_public(const std::string& path) { return path == "/" || path == "/health"; }
 
 ApiError header_too_large_error(const std::string& what) {
-  return ApiError{431, "the request head is too large: " + what, "invalid_request_error", "",
-                  "request_header_fields_too_large"};
+  return api_error(ErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",
+                   "request_header_fields_too_large");
 }
 
 std::string status_line(int status) {
@@ -98,8 +98,7 @@ void HttpSession::on_head(beast::error_code ec) {
   if (ec) {
     // A malformed head gets an answer; a closed or timed-out connection none.
     if (is_malformed(ec))
-      return refuse(ApiError{400, "malformed HTTP request: " + ec.message(), "invalid_request_error", "",
-                             "bad_request"});
+      return refuse(api_error(ErrorKind::InvalidRequest, "malformed HTTP request: " + ec.message(), "", "bad_request"));
     return close_now();
   }
   disarm();
@@ -164,7 +163,7 @@ void HttpSession::on_body(beast::error_code ec) {
   if (ec == http::error::body_limit) return refuse(body_too_large_error(s_.ctx.options.limits.max_body_bytes));
   if (ec) {
     if (is_malformed(ec))
-      return refuse(ApiError{400, "malformed HTTP body: " + ec.message(), "invalid_request_error", "", "bad_request"});
+      return refuse(api_error(ErrorKind::InvalidRequest, "malformed HTTP body: " + ec.message(), "", "bad_request"));
     return close_now();
   }
   disarm();

@@ -54,11 +54,11 @@ JsonShape measure_json_shape(std::string_view text, int depth_limit, std::size_t
 std::optional<ApiError> check_json_shape(std::string_view text, int max_depth, std::size_t max_values) {
   const JsonShape shape = measure_json_shape(text, max_depth, max_values);
   if (shape.max_depth > max_depth)
-    return ApiError{400, "the JSON body nests deeper than " + std::to_string(max_depth) + " levels",
-                    "invalid_request_error", "", "json_too_deep"};
+    return api_error(ErrorKind::InvalidRequest,
+                     "the JSON body nests deeper than " + std::to_string(max_depth) + " levels", "", "json_too_deep");
   if (shape.values > max_values)
-    return ApiError{400, "the JSON body holds more than " + std::to_string(max_values) + " values",
-                    "invalid_request_error", "", "json_too_large"};
+    return api_error(ErrorKind::InvalidRequest,
+                     "the JSON body holds more than " + std::to_string(max_values) + " values", "", "json_too_large");
   return std::nullopt;
 }
 

@@ -311,6 +311,7 @@ std::expected<GenerationRequest, ApiError> parse_completion_request(const nlohma
   if (auto e = read_prompt(body, defaults, r)) return std::unexpected(*e);
   if (auto e = read_common(body, defaults, r)) return std::unexpected(*e);
   if (auto e = read_bool(body, "echo", r.echo)) return std::unexpected(*e);
+  if (auto e = read_bool(body, "parse_special", r.parse_special)) return std::unexpected(*e);
   // The prompt's log-probabilities are known only when the request ends, so
   // a stream could not send them first, where they belong.
   if (r.echo && r.stream)

@@ -30,6 +30,10 @@ struct GenerationRequest {
   // Completion, given as token ids: used as they are (no BOS added).
   // Non-empty exactly when the prompt came as ids.
   std::vector<int32_t> prompt_ids;
+  // Completion, text prompt (extension "parse_special"): special-token text
+  // in it becomes the token (the default), or stays text. Chat message
+  // contents always stay text; control tokens come from the template alone.
+  bool parse_special = true;
   // Completion: the choice's text, and its logprobs when asked for, start
   // with the prompt's. With logprobs, the prompt's are scored too.
   bool echo = false;

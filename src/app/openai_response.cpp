@@ -86,10 +86,15 @@ json usage_json(const Usage& u) {
             {"prefill_flops", u.prefill_flops}}}};
 }
 
+json finish_details_json(const FinishDetails& d) {
+  return {{"type", d.type}, {"cause", d.cause}, {"message", d.message}};
+}
+
 json completion_response(const ResponseMeta& meta, const std::string& text, const std::string& finish_reason,
-                         const Usage& usage, const std::vector<TokenLogprob>* logprobs) {
+                         const Usage& usage, const std::vector<TokenLogprob>* logprobs, const FinishDetails* details) {
   json out = base(meta, "chat.completion", "text_completion");
   json choice = {{"index", 0}, {"logprobs", logprobs_json(meta.endpoint, logprobs, 0)}, {"finish_reason", finish_reason}};
+  if (details) choice["finish_details"] = finish_details_json(*details);
   if (meta.endpoint == ApiEndpoint::Chat)
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -104,6 +109,7 @@ json stream_chunk(const ResponseMeta& meta, const StreamChunk& chunk) {
   json choice = {{"index", 0},
                  {"logprobs", logprobs_json(meta.endpoint, chunk.logprobs, chunk.text_offset)},
                  {"finish_reason", chunk.finish_reason ? json(*chunk.finish_reason) : json(nullptr)}};
+  if (chunk.finish_details) choice["finish_details"] = finish_details_json(*chunk.finish_details);
   if (meta.endpoint == ApiEndpoint::Chat) {
     json delta = json::object();
     if (chunk.first) delta["role"] = "assistant";

@@ -46,6 +46,16 @@ struct ResponseMeta {
   std::string model;
 };
 
+// Why a choice ended early, beside its finish_reason (an extension field of
+// the choice, "finish_details", present only then): a preempted generation
+// says "length" like one that hit max_tokens, and this tells them apart.
+struct FinishDetails {
+  std::string type;     // "preempted"
+  std::string cause;    // "kv_cache_full"
+  std::string message;  // for people
+};
+nlohmann::json finish_details_json(const FinishDetails& details);
+
 // A fresh id with the endpoint's prefix and 24 random hex digits.
 std::string make_response_id(ApiEndpoint endpoint);
 
@@ -54,15 +64,18 @@ std::string make_response_id(ApiEndpoint endpoint);
 nlohmann::json reuse_json(const ReuseCounts& counts);
 nlohmann::json usage_json(const Usage& usage);
 
-// The whole non-streaming response. logprobs: nullptr when not requested.
+// The whole non-streaming response. logprobs: nullptr when not requested;
+// details: nullptr unless the generation ended early.
 nlohmann::json completion_response(const ResponseMeta& meta, const std::string& text,
                                    const std::string& finish_reason, const Usage& usage,
-                                   const std::vector<TokenLogprob>* logprobs);
+                                   const std::vector<TokenLogprob>* logprobs,
+                                   const FinishDetails* details = nullptr);
 
 struct StreamChunk {
   std::string text;
   bool first = false;  // chat: the first chunk announces the assistant role
   std::optional<std::string> finish_reason;
+  std::optional<FinishDetails> finish_details;  // with finish_reason, when the generation ended early
   const std::vector<TokenLogprob>* logprobs = nullptr;  // the tokens this chunk covers
   std::size_t text_offset = 0;  // completions: where this chunk's text starts in the reply
 };

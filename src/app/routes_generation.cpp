@@ -26,8 +26,9 @@ std::optional<HttpResponse> GenerationReply::pump_whole() {
   // With echo, the prompt comes first in the text and in the logprobs.
   std::vector<TokenLogprob> logprobs = job.request().echo ? job.prompt_logprobs() : std::vector<TokenLogprob>{};
   for (auto& lp : generated_) logprobs.push_back(std::move(lp));
+  const std::optional<FinishDetails> details = job.finish_details();
   reply_json(res, completion_response(job.meta(), job.echo_text() + job.text(), job.finish_reason(), job.usage(),
-                                      job.request().logprobs ? &logprobs : nullptr));
+                                      job.request().logprobs ? &logprobs : nullptr, details ? &*details : nullptr));
   return res;
 }
 
@@ -61,6 +62,7 @@ bool GenerationReply::pump_events(std::string& out) {
   } else {
     StreamChunk last;
     last.finish_reason = job.finish_reason();
+    last.finish_details = job.finish_details();
     out += sse_event(stream_chunk(meta, last));
     if (job.request().include_usage) out += sse_event(usage_chunk(meta, job.usage()));
   }

@@ -48,12 +48,24 @@ json reuse_options_json(const ReuseOptions& r) {
           {"blend_layer", r.blend_layer}};
 }
 
+// Counters by cause, named as /metrics labels them.
+template <class Cause, std::size_t N>
+json by_cause(const std::array<uint64_t, N>& counts) {
+  json out = json::object();
+  for (std::size_t i = 0; i < N; ++i) out[std::string(to_string(static_cast<Cause>(i)))] = counts[i];
+  return out;
+}
+
 json scheduler_json(const SchedulerStats& s) {
   return {{"running", s.running},
           {"queued", s.queued},
           {"requests_finished", s.requests_finished},
           {"generated_tokens", s.generated_tokens},
           {"prompt_tokens_computed", s.prompt_tokens_computed},
+          {"preempted", s.preempted},
+          {"preempted_by_cause", by_cause<PreemptCause>(s.preempted_by)},
+          {"cancelled", s.cancelled},
+          {"cancelled_by_cause", by_cause<CancelCause>(s.cancelled_by)},
           {"blend_probed_tokens", s.blend_probed_tokens},
           {"blend_recomputed_tokens", s.blend_recomputed_tokens},
           {"prefill_flops", s.prefill_flops},

@@ -29,6 +29,10 @@ ServerMetrics::ServerMetrics() {
   r.define_gauge("clmcache_kv_memory_capacity_bytes", "bytes of the whole KV pool");
   r.define_gauge("clmcache_requests_running", "generations decoding now");
   r.define_gauge("clmcache_requests_queued", "generations waiting for KV memory");
+  r.define_counter("clmcache_requests_cancelled_total",
+                   "generations cancelled, queued or running, by cause: client_gone, stop_string, shutdown, deadline");
+  r.define_counter("clmcache_requests_preempted_total",
+                   "running generations ended early to make room, by cause: kv_cache_full");
   r.define_counter("clmcache_blend_probed_tokens_total",
                    "prompt tokens run through blend's first pass (layer 0 and the next layer's K/V projections)");
   r.define_counter("clmcache_blend_recomputed_tokens_total", "copied prompt tokens blend chose to recompute");
@@ -71,6 +75,14 @@ void ServerMetrics::update_scheduler(const SchedulerStats& s) {
   registry_.set_counter("clmcache_blend_probed_tokens_total", {}, static_cast<double>(s.blend_probed_tokens));
   registry_.set_counter("clmcache_blend_recomputed_tokens_total", {}, static_cast<double>(s.blend_recomputed_tokens));
   registry_.set_counter("clmcache_prefill_flops_total", {}, s.prefill_flops);
+  for (std::size_t i = 0; i < kCancelCauses; ++i)
+    registry_.set_counter("clmcache_requests_cancelled_total",
+                          {{"cause", std::string(to_string(static_cast<CancelCause>(i)))}},
+                          static_cast<double>(s.cancelled_by[i]));
+  for (std::size_t i = 0; i < kPreemptCauses; ++i)
+    registry_.set_counter("clmcache_requests_preempted_total",
+                          {{"cause", std::string(to_string(static_cast<PreemptCause>(i)))}},
+                          static_cast<double>(s.preempted_by[i]));
 }
 
 }  // namespace clm

@@ -56,6 +56,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
 
   CacheOptions cache;
   cache.prefix_caching = options.prefix_cache;
+  cache.partial_block_reuse = options.partial_block_reuse;
   cache.hot_after_hits = options.cache_hot_after_hits;
   cache.ttl_seconds = options.cache_ttl_s;
   cache.rope = rope_shift_params(e->model_->config());

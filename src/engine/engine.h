@@ -23,22 +23,29 @@ namespace clm {
 
 struct EngineOptions {
   std::string model_path;
-  int n_ctx = 4096;            // tokens one sequence may hold
+  int n_ctx = SchedulerOptions{}.n_ctx;  // tokens one sequence may hold
   int n_threads = 0;           // 0: all hardware threads
   KvType kv_type = KvType::F16;
   int block_size = 32;         // tokens per KV block
   // KV pool budget in MiB; 0 sizes the pool for n_ctx tokens. A budget
   // smaller than one n_ctx sequence also bounds what one sequence may hold.
   std::size_t kv_memory_mb = 0;
-  int max_batch_tokens = 512;  // tokens per forward call (decode + prompt chunks)
-  int max_running = 16;        // sequences decoding at once
-  int max_queued = 256;        // requests waiting for room
-  bool prefix_cache = true;    // reuse the K/V of identical prompt prefixes
+  // The scheduler's and the cache manager's settings take their defaults
+  // from those structs, so that there is one default for each.
+  int max_batch_tokens = SchedulerOptions{}.max_batch_tokens;  // tokens per forward call (decode + prompt chunks)
+  int max_running = SchedulerOptions{}.max_running;            // sequences decoding at once
+  int max_queued = SchedulerOptions{}.max_queued;              // requests waiting for room
+  bool prefix_cache = CacheOptions{}.prefix_caching;           // reuse the K/V of identical prompt prefixes
+  // Also reuse the leading tokens of a cached block the prompt continues
+  // only partly, by copying them (CacheOptions::partial_block_reuse).
+  bool partial_block_reuse = CacheOptions{}.partial_block_reuse;
   // The default reuse mode of requests and the span search's limits
   // (cache/reuse_plan.h). prefix_cache = false forces ReuseMode::Off.
   ReuseOptions reuse;
-  uint32_t cache_hot_after_hits = 2;  // cached blocks hit this often are evicted last
-  double cache_ttl_s = 0.0;           // idle cached blocks older than this are dropped; 0 = never
+  // Cached blocks hit this often are evicted last.
+  uint32_t cache_hot_after_hits = CacheOptions{}.hot_after_hits;
+  // Idle cached blocks older than this are dropped; 0 = never.
+  double cache_ttl_s = CacheOptions{}.ttl_seconds;
   // Weights: a private huge-page copy (default) or the file's map in place.
   FileLoad weight_load = FileLoad::Copy;
   std::function<void(float)> on_load_progress;

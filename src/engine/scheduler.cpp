@@ -75,6 +75,8 @@ struct Scheduler::Sequence {
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
   bool finished = false;
+  std::optional<CancelCause> cancel_cause;    // with finish(..., "cancelled")
+  std::optional<PreemptCause> preempt_cause;  // set when preempted
   Clock::time_point submitted, admitted, first_token;
 
   bool blend_pending() const { return probe_region.end > probe_region.begin && !blend_selected; }
@@ -112,26 +114,26 @@ Scheduler::~Scheduler() { stop(); }
 Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, DoneCallback on_done) {
   const int n_vocab = model_.config().n_vocab;
   const std::size_t n = request.prompt.size();
-  if (n == 0) return fail("request has an empty prompt");
+  if (n == 0) return fail(ErrorKind::InvalidRequest, "request has an empty prompt");
   for (std::size_t i = 0; i < n; ++i) {
     const int32_t t = request.prompt[i];
     if (t < 0 || t >= n_vocab)
-      return fail("prompt token " + std::to_string(t) + " at index " + std::to_string(i) +
+      return fail(ErrorKind::InvalidRequest, "prompt token " + std::to_string(t) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
   if (n > static_cast<std::size_t>(options_.n_ctx))
-    return fail("prompt has " + std::to_string(n) + " tokens, more than the context size " +
+    return fail(ErrorKind::ContextExceeded, "prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
-  if (request.max_tokens < 0) return fail("max_tokens must not be negative");
+  if (request.max_tokens < 0) return fail(ErrorKind::InvalidRequest, "max_tokens must not be negative");
   if (request.blend_ratio && !(*request.blend_ratio >= 0.0f && *request.blend_ratio <= 1.0f))
-    return fail("blend ratio must be in [0, 1]");
+    return fail(ErrorKind::InvalidRequest, "blend ratio must be in [0, 1]");
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
-    return fail("top_logprobs must be in 0.." + std::to_string(n_vocab));
+    return fail(ErrorKind::InvalidRequest, "top_logprobs must be in 0.." + std::to_string(n_vocab));
   const int block_size = cache_.pool().geometry().block_size;
   const int need_tokens = std::min(static_cast<int>(n) + 1, options_.n_ctx);
   const std::size_t need_blocks = static_cast<std::size_t>((need_tokens + block_size - 1) / block_size);
   if (need_blocks > cache_.pool().n_blocks())
-    return fail("prompt needs " + std::to_string(need_blocks) + " KV blocks, more than the whole cache holds (" +
+    return fail(ErrorKind::TooLarge, "prompt needs " + std::to_string(need_blocks) + " KV blocks, more than the whole cache holds (" +
                 std::to_string(cache_.pool().n_blocks()) + ")");
 
   auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
@@ -140,9 +142,9 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   RequestId id = 0;
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return fail("the scheduler is stopped");
+    if (stopping_) return fail(ErrorKind::Unavailable, "the scheduler is stopped");
     if (queue_.size() >= static_cast<std::size_t>(options_.max_queued))
-      return fail("request queue full (" + std::to_string(options_.max_queued) + " waiting)");
+      return fail(ErrorKind::Overloaded, "request queue full (" + std::to_string(options_.max_queued) + " waiting)");
     id = next_id_++;
     seq->id = id;
     queue_.push_back(std::move(seq));
@@ -152,10 +154,10 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   return id;
 }
 
-void Scheduler::cancel(RequestId id) {
+void Scheduler::cancel(RequestId id, CancelCause cause) {
   {
     std::lock_guard lock(mu_);
-    cancelled_.push_back(id);
+    cancelled_.emplace_back(id, cause);
   }
   wake_.notify_all();
 }
@@ -282,23 +284,31 @@ bool Scheduler::step_once() {
 }
 
 void Scheduler::apply_cancellations() {
-  std::vector<RequestId> ids;
-  std::vector<SequencePtr> queued;
+  std::vector<std::pair<RequestId, CancelCause>> ids;
+  std::vector<std::pair<SequencePtr, CancelCause>> queued;
   {
     std::lock_guard lock(mu_);
     ids.swap(cancelled_);
-    for (RequestId id : ids) {
-      auto it = std::find_if(queue_.begin(), queue_.end(), [&](const SequencePtr& s) { return s->id == id; });
+    for (const auto& entry : ids) {
+      const RequestId id = entry.first;
+      auto it = std::find_if(queue_.begin(), queue_.end(), [id](const SequencePtr& s) { return s->id == id; });
       if (it == queue_.end()) continue;
-      queued.push_back(std::move(*it));
+      queued.emplace_back(std::move(*it), entry.second);
       queue_.erase(it);
     }
   }
-  for (auto& s : queued) finish(*s, "cancelled");
-  for (RequestId id : ids)
+  for (auto& [s, cause] : queued) cancel_sequence(*s, cause);
+  // A request cancelled twice, or after it ended, is found finished (or
+  // gone) and is not counted again.
+  for (const auto& [id, cause] : ids)
     for (auto& s : running_)
-      if (s->id == id && !s->finished) finish(*s, "cancelled");
+      if (s->id == id && !s->finished) cancel_sequence(*s, cause);
   remove_finished();
+}
+
+void Scheduler::cancel_sequence(Sequence& seq, CancelCause cause) {
+  seq.cancel_cause = cause;
+  finish(seq, "cancelled");
 }
 
 void Scheduler::admit() {
@@ -359,9 +369,8 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
     if (!cache_.reserve(s.kv, 1)) {
       // Preemption policy: the sequence that cannot grow ends here; what it
       // produced stands, and its blocks make room for the others.
+      s.preempt_cause = PreemptCause::KvCacheFull;
       finish(s, "length", "preempted: the KV cache is full");
-      std::lock_guard lock(mu_);
-      ++stats_.preempted;
       continue;
     }
     const int32_t slot = cache_.append(s.kv, s.pending);
@@ -495,7 +504,7 @@ void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<
     }
     const bool keep = !s.on_token || s.on_token(ev);
     if (!keep) {
-      finish(s, "cancelled");
+      cancel_sequence(s, CancelCause::Client);
     } else if (s.request.stop_at_end_of_generation && tok.is_end_of_generation(ev.id)) {
       finish(s, "stop");
     } else if (s.generated >= s.max_new) {
@@ -533,12 +542,24 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
   } else {
     sum.note = note_or_error;
   }
+  CLM_CHECK(reason != "cancelled" || seq.cancel_cause, "a cancellation without a cause");
+  if (reason == "cancelled") sum.cancel_cause = seq.cancel_cause;
+  sum.preempt_cause = seq.preempt_cause;
   {
     // The snapshot is refreshed before anyone hears of the end, so that a
     // client reading /stats after its response sees its own request.
     std::lock_guard lock(mu_);
     ++stats_.requests_finished;
     stats_.prefill_flops += seq.prefill_flops;
+    // Counted here, where each request ends exactly once.
+    if (sum.cancel_cause) {
+      ++stats_.cancelled;
+      ++stats_.cancelled_by[static_cast<std::size_t>(*sum.cancel_cause)];
+    }
+    if (sum.preempt_cause) {
+      ++stats_.preempted;
+      ++stats_.preempted_by[static_cast<std::size_t>(*sum.preempt_cause)];
+    }
     cache_stats_ = cache_.stats();
   }
   if (seq.on_done) seq.on_done(sum);
@@ -556,9 +577,9 @@ void Scheduler::cancel_all() {
     cancelled_.clear();
   }
   for (auto& s : running_)
-    if (!s->finished) finish(*s, "cancelled");
+    if (!s->finished) cancel_sequence(*s, CancelCause::Shutdown);
   running_.clear();
-  for (auto& s : queued) finish(*s, "cancelled");
+  for (auto& s : queued) cancel_sequence(*s, CancelCause::Shutdown);
   std::lock_guard lock(mu_);
   stats_.running = 0;
   stats_.queued = static_cast<int>(queue_.size());

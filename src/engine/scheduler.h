@@ -8,8 +8,10 @@
 // thread that steps the scheduler (its own loop thread after start()), with no
 // scheduler lock held, so they may call submit() and cancel().
 // When a running sequence needs one more KV block and none can be had, it is
-// preempted: it ends with stop_reason "length" and a note saying why (its
-// blocks go back to the pool; nothing it produced is lost or changed).
+// preempted: it ends with stop_reason "length", its summary's `preempted`
+// set and a note saying why (its blocks go back to the pool; nothing it
+// produced is lost or changed). Every cancellation and preemption is counted
+// once per request, by cause (engine/end_cause.h).
 #pragma once
 
 #include <chrono>
@@ -28,6 +30,7 @@
 
 #include "cache/kv_cache_manager.h"
 #include "cache/reuse_plan.h"
+#include "engine/end_cause.h"
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
@@ -101,6 +104,8 @@ struct RequestSummary {
   std::string stop_reason;   // "stop", "length", "cancelled", "error"
   std::string error;         // set when stop_reason == "error"
   std::string note;          // why a request ended early (e.g. preempted: KV cache full)
+  std::optional<CancelCause> cancel_cause;    // set when stop_reason == "cancelled"
+  std::optional<PreemptCause> preempt_cause;  // set when the request was preempted
 };
 
 struct SchedulerStats {
@@ -109,7 +114,10 @@ struct SchedulerStats {
   uint64_t requests_finished = 0;
   uint64_t generated_tokens = 0;
   uint64_t prompt_tokens_computed = 0;
-  uint64_t preempted = 0;          // sequences ended early because the KV cache was full
+  uint64_t preempted = 0;          // sequences preempted, all causes (preempted_by below)
+  PreemptCounts preempted_by{};    // by PreemptCause
+  uint64_t cancelled = 0;          // requests cancelled, queued or running, all causes
+  CancelCounts cancelled_by{};     // by CancelCause
   uint64_t blend_probed_tokens = 0;      // tokens run through blend's first pass
   uint64_t blend_recomputed_tokens = 0;  // copied tokens blend chose to recompute
   double prefill_flops = 0.0;            // arithmetic finished requests' prompts cost, probes included
@@ -142,8 +150,10 @@ class Scheduler {
   // prompt, token out of range, prompt longer than n_ctx, more than the
   // whole KV cache) or the queue is full.
   Result<RequestId> submit(Request request, TokenCallback on_token, DoneCallback on_done);
-  // Cancels a queued or running request; its done callback reports "cancelled".
-  void cancel(RequestId id);
+  // Cancels a queued or running request; its done callback reports
+  // "cancelled" with the cause. A request that has already ended is not
+  // counted again.
+  void cancel(RequestId id, CancelCause cause = CancelCause::Client);
 
   // Runs the loop on a background thread until stop(); it sleeps while
   // there is nothing to do. A no-op once stopped.
@@ -196,8 +206,11 @@ class Scheduler {
   // gets its recompute set.
   void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation);
   void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
-  // Releases the sequence's blocks and calls its done callback.
+  // Releases the sequence's blocks and calls its done callback. `reason`
+  // "cancelled" takes the sequence's cancel cause; a preempted one has its
+  // preempt cause set before.
   void finish(Sequence& seq, const std::string& reason, const std::string& error = {});
+  void cancel_sequence(Sequence& seq, CancelCause cause);
   void remove_finished();
   void cancel_all();
   void loop();
@@ -211,7 +224,7 @@ class Scheduler {
   std::condition_variable wake_;
   // Guarded by mu_.
   std::deque<SequencePtr> queue_;
-  std::vector<RequestId> cancelled_;
+  std::vector<std::pair<RequestId, CancelCause>> cancelled_;
   RequestId next_id_ = 1;
   bool stopping_ = false;
   bool started_ = false;
@@ -252,7 +265,7 @@ class TokenStream {
   // Valid once next() has returned nullopt or poll() Ended.
   const RequestSummary& summary() const { return summary_; }
   RequestId id() const { return id_; }
-  void cancel();
+  void cancel(CancelCause cause = CancelCause::Client);
 
  private:
   // Shared with the callbacks, which may outlive the stream.

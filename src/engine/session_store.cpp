@@ -17,7 +17,12 @@ void SessionStore::sweep_locked(double t) {
 }
 
 SessionPrompt SessionStore::prompt_tokens(const std::string& id, const std::string& text, const Tokenizer& tok) {
-  SessionPrompt fresh{tok.encode(text, /*add_special=*/true, /*parse_special=*/true), 0};
+  return prompt_tokens(id, PromptText::parsed(text), tok);
+}
+
+SessionPrompt SessionStore::prompt_tokens(const std::string& id, const PromptText& prompt, const Tokenizer& tok) {
+  const std::string& text = prompt.text;
+  SessionPrompt fresh{tok.encode(prompt, /*add_special=*/true), 0};
   if (id.empty()) return fresh;
   Turn turn;
   {
@@ -29,8 +34,7 @@ SessionPrompt SessionStore::prompt_tokens(const std::string& id, const std::stri
     turn = it->second;
   }
   if (turn.tokens.empty() || !text.starts_with(turn.text)) return fresh;
-  const std::string rest = text.substr(turn.text.size());
-  std::vector<int32_t> rest_ids = tok.encode(rest, /*add_special=*/false, /*parse_special=*/true);
+  std::vector<int32_t> rest_ids = tok.encode(prompt.suffix(turn.text.size()), /*add_special=*/false);
   const std::string want = tok.decode(fresh.tokens);
   auto candidate = [&](std::size_t skip) {
     std::vector<int32_t> ids = turn.tokens;

@@ -36,6 +36,8 @@ class SessionStore {
   // An empty id, an unknown or expired session, or a text that does not
   // extend the remembered one gives a fresh encoding.
   SessionPrompt prompt_tokens(const std::string& id, const std::string& text, const Tokenizer& tokenizer);
+  // The same for a prompt with literal ranges (Tokenizer::encode(PromptText)).
+  SessionPrompt prompt_tokens(const std::string& id, const PromptText& prompt, const Tokenizer& tokenizer);
   // Stores the session's latest turn: `text` is what `tokens` decode to.
   void remember(const std::string& id, std::string text, std::vector<int32_t> tokens);
   std::size_t size();

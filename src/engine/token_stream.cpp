@@ -81,6 +81,6 @@ TokenStream::Poll TokenStream::poll(TokenEvent& out) {
   return Poll::Pending;
 }
 
-void TokenStream::cancel() { scheduler_->cancel(id_); }
+void TokenStream::cancel(CancelCause cause) { scheduler_->cancel(id_, cause); }
 
 }  // namespace clm

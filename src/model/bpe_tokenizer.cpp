@@ -74,10 +74,10 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::load(const GgufFile& file) {
   return t;
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+std::vector<int32_t> BpeTokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const {
   std::vector<int32_t> out;
   if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
-  for (const Fragment& f : split_special(text, parse_special)) {
+  for (const Fragment& f : fragments) {
     if (f.token >= 0) {
       out.push_back(f.token);
       continue;

@@ -23,10 +23,10 @@ class BpeTokenizer final : public Tokenizer {
  public:
   static Result<std::unique_ptr<BpeTokenizer>> load(const GgufFile& file);
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
   std::string token_to_piece(int32_t id, bool render_special = false) const override;
 
  private:
+  std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const override;
   BpeTokenizer() = default;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 

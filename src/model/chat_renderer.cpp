@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/chat_content_ranges.h"
+
 namespace clm {
 
 struct ChatRenderer::Jinja {
@@ -66,6 +68,13 @@ Result<ChatRenderer> ChatRenderer::jinja(std::string_view source, const Tokenize
                                          tokenizer.add_eos()});
   ChatRenderer r;
   r.jinja_ = std::move(j);
+  auto controls = std::make_shared<std::vector<std::string>>();
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
+    const TokenType type = tokenizer.token_type(id);
+    if ((type == TokenType::Control || type == TokenType::Unknown) && !tokenizer.token_text(id).empty())
+      controls->emplace_back(tokenizer.token_text(id));
+  }
+  r.control_texts_ = std::move(controls);
 
   // What follows an assistant message: the common start of what comes after
   // it when it ends the conversation and when a user turn follows.
@@ -109,6 +118,33 @@ Result<std::string> ChatRenderer::render(std::span<const ChatMessage> messages, 
     text->resize(text->size() - j.eos_text.size());
   }
   return text;
+}
+
+Result<PromptText> ChatRenderer::render_prompt(std::span<const ChatMessage> messages,
+                                               bool add_generation_prompt) const {
+  auto text = render(messages, add_generation_prompt);
+  if (!text) return std::unexpected(text.error());
+  if (const auto wrapped = wrap_contents(messages)) {
+    const auto marked = render(*wrapped, add_generation_prompt);
+    if (marked) {
+      if (auto located = locate_contents(*text, *marked)) return std::move(*located);
+    }
+  }
+  // The hand-written formats write contents as given or trimmed, so only a
+  // content holding the sentinels ends here; without the vocabulary's
+  // control tokens at hand, it is refused rather than parsed.
+  if (!control_texts_)
+    return fail(ErrorKind::InvalidRequest, "a message contains the noncharacters U+FDD0/U+FDD1, which the " +
+                                               std::string(name()) + " chat format cannot render as text");
+  // A template that rewrites contents is safe only while no content could
+  // be read as a control token.
+  for (std::size_t i = 0; i < messages.size(); ++i)
+    for (const std::string& control : *control_texts_)
+      if (messages[i].content.find(control) != std::string::npos)
+        return fail(ErrorKind::InvalidRequest, "message " + std::to_string(i) + " contains the special token text '" +
+                                                   control +
+                                                   "', which this chat template's rendering cannot keep as plain text");
+  return PromptText::parsed(std::move(*text));
 }
 
 std::string_view ChatRenderer::name() const { return jinja_ ? "jinja" : chat_format_name(format_); }

@@ -14,6 +14,7 @@
 #include "model/chat_template.h"
 #include "model/gguf.h"
 #include "model/jinja/template.h"
+#include "model/prompt_text.h"
 #include "model/tokenizer.h"
 #include "util/error.h"
 
@@ -37,6 +38,15 @@ class ChatRenderer {
   // Gemma does not take) or breaks a rendering limit.
   Result<std::string> render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
+  // The prompt to tokenize (Tokenizer::encode(PromptText, true)): render's
+  // text, with every message content marked literal, so that special-token
+  // text a message holds ("</s>", "<|eot_id|>") stays text and control
+  // tokens come from the template's markup alone. When a template changes
+  // contents beyond trimming them, so that they cannot be located, the
+  // prompt is refused if a content holds a control token's text (otherwise
+  // marking changes nothing).
+  Result<PromptText> render_prompt(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+
   // "jinja" or the hand-written format's name.
   std::string_view name() const;
   bool is_jinja() const { return jinja_ != nullptr; }
@@ -53,6 +63,9 @@ class ChatRenderer {
   ChatRenderer() = default;
 
   ChatFormat format_ = ChatFormat::Plain;
+  // Texts of the vocabulary's control tokens (for a template only; see
+  // render_prompt).
+  std::shared_ptr<const std::vector<std::string>> control_texts_;
   std::shared_ptr<const Jinja> jinja_;
   std::vector<std::string> stop_strings_;
   std::string end_of_turn_;

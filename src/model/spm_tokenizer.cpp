@@ -82,13 +82,13 @@ std::optional<int32_t> SpmTokenizer::piece_id(std::string_view text) const {
   }
 }
 
-std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+std::vector<int32_t> SpmTokenizer::encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const {
   std::vector<int32_t> out;
   if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
   // The text after a special token starts a new "sentence" and gets its own
   // space prefix, as SentencePiece would see it.
   bool after_special = true;
-  for (const Fragment& f : split_special(text, parse_special)) {
+  for (const Fragment& f : fragments) {
     if (f.token >= 0) {
       out.push_back(f.token);
       after_special = true;

@@ -14,10 +14,10 @@ class SpmTokenizer final : public Tokenizer {
  public:
   static Result<std::unique_ptr<SpmTokenizer>> load(const GgufFile& file);
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const override;
   std::string token_to_piece(int32_t id, bool render_special = false) const override;
 
  private:
+  std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const override;
   SpmTokenizer() = default;
   // Appends the tokens of one piece of raw text (already "▁"-escaped).
   void encode_escaped(std::string_view text, std::vector<int32_t>& out) const;

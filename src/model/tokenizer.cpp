@@ -115,15 +115,26 @@ bool Tokenizer::is_end_of_generation(int32_t id) const {
   return id >= 0 && std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end();
 }
 
-std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  return encode_fragments(split_special(text, parse_special), add_special);
+}
+
+std::vector<int32_t> Tokenizer::encode(const PromptText& prompt, bool add_special) const {
+  return encode_fragments(split_special(prompt.text, true, prompt.literal), add_special);
+}
+
+std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text, bool parse_special,
+                                                          const std::vector<TextRange>& literal) const {
   std::vector<Fragment> frags;
   if (text.empty()) return frags;
+  const PromptText ranges{std::string(), literal};
   frags.push_back({text, -1});
   for (int32_t id : special_ids_) {
     const TokenType type = types_[static_cast<std::size_t>(id)];
     // Control and unknown tokens are only recognised on request; user-defined
     // ones are part of the vocabulary's text and always win.
-    if (!parse_special && type != TokenType::UserDefined) continue;
+    const bool user_defined = type == TokenType::UserDefined;
+    if (!parse_special && !user_defined) continue;
     const std::string_view special = texts_[static_cast<std::size_t>(id)];
     std::vector<Fragment> next;
     next.reserve(frags.size());
@@ -132,13 +143,17 @@ std::vector<Tokenizer::Fragment> Tokenizer::split_special(std::string_view text,
         next.push_back(f);
         continue;
       }
-      std::string_view rest = f.text;
-      for (std::size_t pos = rest.find(special); pos != std::string_view::npos; pos = rest.find(special)) {
-        if (pos > 0) next.push_back({rest.substr(0, pos), -1});
+      const std::size_t base = static_cast<std::size_t>(f.text.data() - text.data());
+      std::size_t start = 0;  // of the raw text not yet emitted
+      for (std::size_t pos = f.text.find(special); pos != std::string_view::npos;
+           pos = f.text.find(special, pos + 1)) {
+        if (pos < start) continue;  // overlaps the previous match
+        if (!user_defined && ranges.overlaps_literal(base + pos, base + pos + special.size())) continue;
+        if (pos > start) next.push_back({f.text.substr(start, pos - start), -1});
         next.push_back({special, id});
-        rest.remove_prefix(pos + special.size());
+        start = pos + special.size();
       }
-      if (!rest.empty()) next.push_back({rest, -1});
+      if (start < f.text.size()) next.push_back({f.text.substr(start), -1});
     }
     frags = std::move(next);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/gguf.h"
+#include "model/prompt_text.h"
 #include "util/error.h"
 
 namespace clm {
@@ -33,7 +34,11 @@ class Tokenizer {
   // add_special: prepend BOS / append EOS as the metadata asks.
   // parse_special: text matching a control token becomes it. User-defined
   // tokens are always matched, as the reference implementations do.
-  virtual std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const = 0;
+  std::vector<int32_t> encode(std::string_view text, bool add_special, bool parse_special) const;
+  // As encode with parse_special on, except inside prompt.literal: a control
+  // token's text that overlaps a literal range stays text. Without literal
+  // ranges this is exactly encode(prompt.text, add_special, true).
+  std::vector<int32_t> encode(const PromptText& prompt, bool add_special) const;
   // The bytes a token stands for (byte tokens -> that byte, SPM "▁" -> space).
   // Control tokens render as empty unless render_special.
   virtual std::string token_to_piece(int32_t id, bool render_special = false) const = 0;
@@ -67,8 +72,13 @@ class Tokenizer {
     std::string_view text;
     int32_t token = -1;
   };
-  // Cuts special-token texts out of `text`, longest token first.
-  std::vector<Fragment> split_special(std::string_view text, bool parse_special) const;
+  // Cuts special-token texts out of `text`, longest token first. Control
+  // and unknown tokens only where parse_special is on and the match does not
+  // overlap a range of `literal` (byte offsets into text).
+  std::vector<Fragment> split_special(std::string_view text, bool parse_special,
+                                      const std::vector<TextRange>& literal = {}) const;
+  // The family's encoding of fragments that split_special cut.
+  virtual std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const = 0;
   bool valid_id(int32_t id) const { return id >= 0 && id < n_vocab(); }
 
   std::vector<std::string> texts_;

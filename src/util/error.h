@@ -1,6 +1,6 @@
 // Errors are values: every fallible call across a module boundary returns
-// Result<T>, an std::expected whose error carries a human-readable message.
-// Exceptions never cross module boundaries.
+// Result<T>, an std::expected whose error carries a human-readable message
+// and a kind. Exceptions never cross module boundaries.
 #pragma once
 
 #include <expected>
@@ -9,8 +9,28 @@
 
 namespace clm {
 
+// What went wrong, for callers that act on it (the server maps each kind to
+// an HTTP status) without reading the message.
+enum class ErrorKind {
+  Internal,             // a failure of ours (the default)
+  InvalidRequest,       // the caller asked for something malformed or out of range
+  ContextExceeded,      // the prompt does not fit the context
+  TooLarge,             // the input is larger than a limit (a body, the whole KV cache)
+  NotFound,             // what was named does not exist
+  Unauthorized,         // missing or wrong credentials
+  Forbidden,            // refused by policy (an Origin or Host that is not allowed)
+  MethodNotAllowed,     // the resource exists but not for this method
+  Unsupported,          // meaningful, but not implemented here
+  Overloaded,           // no room now (a full queue); retrying later may work
+  Unavailable,          // shutting down or stopped
+  UriTooLong,           // a request line over the limit
+  HeadersTooLarge,      // request headers over the limit
+  RangeNotSatisfiable,  // a Range header that cannot be served
+};
+
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::Internal;
 };
 
 template <class T>
@@ -21,6 +41,10 @@ using Status = std::expected<void, Error>;
 
 inline std::unexpected<Error> fail(std::string message) {
   return std::unexpected<Error>(Error{std::move(message)});
+}
+
+inline std::unexpected<Error> fail(ErrorKind kind, std::string message) {
+  return std::unexpected<Error>(Error{std::move(message), kind});
 }
 
 }  // namespace clm

@@ -409,3 +409,21 @@ TEST(OpenAiRequest, ErrorJsonShape) {
 
 }  // namespace
 }  // namespace clm
+
+namespace clm {
+namespace {
+
+TEST(OpenAiRequest, CompletionParseSpecialIsAFlagThatDefaultsOn) {
+  auto on = parse_completion_request({{"prompt", "a</s>"}}, defaults());
+  ASSERT_TRUE(on) << on.error().message;
+  EXPECT_TRUE(on->parse_special);
+  auto off = parse_completion_request({{"prompt", "a</s>"}, {"parse_special", false}}, defaults());
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off->parse_special);
+  const ApiError e = completion_error({{"prompt", "a"}, {"parse_special", 1}});
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param, "parse_special");
+}
+
+}  // namespace
+}  // namespace clm
