@@ -56,6 +56,14 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "before it")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
+  cmd.add_option("--block-strategy", f.block_strategy,
+                 "what shift and blend reuse beyond the exact prefix: token (any span of the same block type), "
+                 "semantic (only whole semantic blocks) or session (nothing: the exact prefix only)")
+      ->check(CLI::IsMember({"token", "semantic", "session"}))
+      ->capture_default_str();
+  cmd.add_option("--split-rules", f.split_rules,
+                 "JSON rule file of the semantic splitter that types prompts for the block-type guard and the "
+                 "semantic strategy (default: the built-in rules)");
   cmd.add_option("--kv-memory-mb", f.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--parallel", f.parallel, "sequences decoding at once")->check(CLI::Range(1, 4096));
@@ -102,6 +110,8 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   const BlendChoice blend = parse_blend_ratio(f.blend_ratio).value_or(BlendChoice{});
   options.reuse.blend_ratio = blend.ratio;
   options.reuse.blend_adaptive = blend.adaptive;
+  options.reuse.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
+  options.split_rules = f.split_rules;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
   options.kv_memory_mb = f.kv_memory_mb;
   options.max_running = f.parallel;

@@ -31,6 +31,10 @@ struct EngineFlags {
   std::string reuse_mode = std::string(to_string(ReuseOptions{}.mode));
   // --blend-ratio: a share in [0, 1], or "auto" for the adaptive choice.
   std::string blend_ratio = "0.15";
+  // --block-strategy and --split-rules (the type guard's and the semantic
+  // strategy's splitter rules; empty: the default rules).
+  std::string block_strategy = std::string(to_string(ReuseOptions{}.block_strategy));
+  std::string split_rules;
   ReuseOptions reuse;
 };
 
