@@ -19,7 +19,9 @@ struct TokenLabel {
 
   uint8_t type = kAnyType;
   bool block_start = true;   // a semantic block starts at this token
-  bool block_end = true;     // ... ends with this token
+  // ... ends with this token, or nothing but whitespace follows it in its
+  // block (a paragraph's trailing line break is not what makes it whole).
+  bool block_end = true;
   // Its block has at least min_block_length tokens: a snippet worth reusing
   // whole. An untyped token is a block of its own that is never one.
   bool whole_block = false;

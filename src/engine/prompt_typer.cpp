@@ -28,6 +28,20 @@ bool opens_user_turn(std::string_view markup) {
 
 uint8_t code(BlockType type) { return static_cast<uint8_t>(type); }
 
+bool only_whitespace(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+// The first token of `block` after which it holds nothing but whitespace
+// (its last token if it is all whitespace).
+std::size_t content_end(const SemanticBlock& block, const SpelledTokens& spelled) {
+  std::size_t last = block.tokens.end - 1;
+  while (last > block.tokens.begin) {
+    const std::size_t from = spelled.offsets.start(last), to = spelled.offsets.start(last + 1);
+    if (!only_whitespace(std::string_view(spelled.text).substr(from, to - from))) break;
+    --last;
+  }
+  return last;
+}
+
 }  // namespace
 
 PromptTyper::PromptTyper(std::shared_ptr<const SemanticSplitter> splitter) : splitter_(std::move(splitter)) {}
@@ -51,8 +65,9 @@ PromptLabels PromptTyper::label(const Tokenizer& tokenizer, std::span<const int3
   out.tokens.resize(prompt.size());
   bool in_user_turn = false;
   for (const SemanticBlock& b : *blocks) {
+    const std::size_t end = content_end(b, spelled);
     for (std::size_t t = b.tokens.begin; t < b.tokens.end; ++t)
-      out.tokens[t] = TokenLabel{code(b.type), t == b.tokens.begin, t + 1 == b.tokens.end, b.reusable};
+      out.tokens[t] = TokenLabel{code(b.type), t == b.tokens.begin, t >= end, b.reusable};
     if (b.type == BlockType::Turn) {
       in_user_turn = opens_user_turn(std::string_view(spelled.text).substr(b.bytes.begin, b.bytes.size()));
       if (in_user_turn) out.intent = code(BlockType::Context);  // until a rule claims a block of this turn

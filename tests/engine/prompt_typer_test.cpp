@@ -60,7 +60,9 @@ TEST(PromptTyper, LabelsEveryTokenByBlockAndTheIntentByTheLastUserTurn) {
   EXPECT_TRUE(l.tokens[turn].block_start);
   for (std::size_t t = q_begin; t < turn; ++t) EXPECT_EQ(l.tokens[t].type, code(BlockType::Question)) << t;
   for (std::size_t t = q_begin + 1; t < turn; ++t) EXPECT_FALSE(l.tokens[t].block_start) << t;
-  for (std::size_t t = q_begin; t + 1 < turn; ++t) EXPECT_FALSE(l.tokens[t].block_end) << t;
+  // The block ends at its last word or mark; whitespace after it may be cut.
+  for (std::size_t t = q_begin; t + 1 < q_end; ++t) EXPECT_FALSE(l.tokens[t].block_end) << t;
+  EXPECT_TRUE(l.tokens[q_end - 1].block_end);
   // Blocks of at least 8 tokens are whole, reusable snippets.
   EXPECT_EQ(l.tokens[q_begin].whole_block, turn - q_begin >= 8);
 }
