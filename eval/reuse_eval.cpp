@@ -315,6 +315,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   eo.reuse.mode = ReuseMode::Blend;  // each request names its mode
   eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
   eo.reuse.blend_layer = o.blend_layer;
+  eo.reuse.block_strategy = o.block_strategy;
   const std::size_t block_bytes = kv_bytes_per_token(*config, o.kv_type) * static_cast<std::size_t>(o.block_size);
   const std::size_t blocks = blocks_needed(*cases, o.greedy_tokens, o.block_size, n_ctx);
   eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;

@@ -42,6 +42,7 @@ struct ReuseEvalOptions {
   int n_threads = 0;       // 0: all hardware threads
   int block_size = 32;
   int min_reuse_tokens = ReuseOptions{}.min_reuse_tokens;
+  BlockStrategy block_strategy = ReuseOptions{}.block_strategy;  // of every shift and blend variant
   // Called after each case (index, total), e.g. for progress on stderr.
   std::function<void(std::size_t, std::size_t)> on_case;
 };

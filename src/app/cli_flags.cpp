@@ -77,6 +77,16 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "before it")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--block-strategy",
+         [&o](const std::string& v) { o.reuse.block_strategy = parse_block_strategy(v).value_or(o.reuse.block_strategy); },
+         "what shift and blend reuse beyond the exact prefix: token (any span of the same block type), "
+         "semantic (only whole semantic blocks) or session (nothing: the exact prefix only)")
+      ->check(CLI::IsMember({"token", "semantic", "session"}))
+      ->default_str(std::string(to_string(o.reuse.block_strategy)));
+  cmd.add_option("--split-rules", o.split_rules,
+                 "JSON rule file of the semantic splitter that types prompts for the block-type guard and the "
+                 "semantic strategy (default: the built-in rules)");
   cmd.add_option("--kv-memory-mb", o.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--parallel", o.max_running, "sequences decoding at once")

@@ -24,6 +24,7 @@ struct ReuseEvalFlags {
   std::string cases_path;
   std::vector<std::string> modes = {"off", "prefix", "shift"};
   std::vector<std::string> blend_ratios;
+  std::string block_strategy = std::string(to_string(ReuseOptions{}.block_strategy));
   std::string kv_type = "f16";
   std::string format = "md";
   std::string json_path;  // also write the JSON here
@@ -49,6 +50,8 @@ int eval_reuse(ReuseEvalFlags& f) {
     f.options.blend_ratios.push_back(*b);
   }
   f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
+  // CLI11 has checked the name.
+  f.options.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
   auto cases = load_reuse_cases(f.cases_path);
   if (!cases) {
     std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
@@ -191,6 +194,10 @@ void register_eval_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1 << 16));
   reuse->add_option("--min-reuse", o.min_reuse_tokens, "shift: shortest span reused, in tokens")
       ->check(CLI::Range(1, 1 << 16));
+  reuse->add_option("--block-strategy", rf->block_strategy,
+                    "shift and blend: token (any span of the same block type), semantic (whole blocks only) or "
+                    "session (the exact prefix only)")
+      ->check(CLI::IsMember({"token", "semantic", "session"}));
   reuse->add_option("--kv-type", rf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
   reuse->add_option("--greedy-tokens", o.greedy_tokens,
                     "greedy continuation length (the reference continuation when a case has none)")

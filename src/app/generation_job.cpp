@@ -59,6 +59,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.reuse = r.reuse;
+  sr.block_strategy = r.block_strategy;
   if (r.blend) {
     sr.blend_ratio = r.blend->ratio;
     sr.blend_adaptive = r.blend->adaptive;

@@ -135,6 +135,17 @@ Check read_blend_ratio(const json& body, std::optional<BlendChoice>& out) {
   return std::nullopt;
 }
 
+Check read_block_strategy(const json& body, std::optional<BlockStrategy>& out) {
+  const json* v = field(body, "block_strategy");
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return type_error("block_strategy", "a string: \"token\", \"semantic\" or \"session\"");
+  out = parse_block_strategy(v->get_ref<const std::string&>());
+  if (!out)
+    return invalid_field_error("block_strategy",
+                               "'block_strategy' must be \"token\", \"semantic\" or \"session\", not " + v->dump());
+  return std::nullopt;
+}
+
 // Fields both endpoints share.
 Check read_common(const json& body, const RequestDefaults& d, GenerationRequest& r) {
   if (auto e = check_model(body, d, r.model)) return e;
@@ -181,6 +192,7 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
   if (auto e = read_string(body, "session_id", 256, r.session_id)) return e;
   if (auto e = read_reuse(body, r.reuse)) return e;
   if (auto e = read_blend_ratio(body, r.blend)) return e;
+  if (auto e = read_block_strategy(body, r.block_strategy)) return e;
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   return std::nullopt;
 }

@@ -48,6 +48,7 @@ struct GenerationRequest {
   std::string session_id;             // extension: keep this conversation's prefix resident
   std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
   std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
+  std::optional<BlockStrategy> block_strategy;  // extension: overrides --block-strategy
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
 };
 

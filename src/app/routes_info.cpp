@@ -45,7 +45,8 @@ json reuse_options_json(const ReuseOptions& r) {
           {"window", r.window},
           {"lead", r.lead},
           {"blend_ratio", r.blend_adaptive ? json("auto") : json(r.blend_ratio)},
-          {"blend_layer", r.blend_layer}};
+          {"blend_layer", r.blend_layer},
+          {"block_strategy", std::string(to_string(r.block_strategy))}};
 }
 
 // Counters by cause, named as /metrics labels them.

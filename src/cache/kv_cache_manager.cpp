@@ -22,6 +22,7 @@ KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOp
       block_size_(pool.geometry().block_size),
       meta_(pool.n_blocks() + 2),
       block_tokens_(pool.n_blocks() * static_cast<std::size_t>(pool.geometry().block_size)),
+      block_labels_(block_tokens_.size()),
       generation_(pool.n_blocks(), 0) {
   if (!options_.clock) options_.clock = steady_seconds;
   if (!options_.key_function) options_.key_function = block_key;
@@ -161,7 +162,10 @@ void KvCacheManager::commit(CachedSequence& seq) {
     seq.n_cached_blocks = b + 1;
     if (b >= n_exact || seq.keys.size() != b) {
       // Past the frontier: approximate, found by content only.
-      if (!cached(id)) register_span_block(id, parent_block, tokens, positions[b * bs], seq.context.cache_namespace);
+      if (!cached(id)) {
+        register_span_block(id, parent_block, tokens, positions[b * bs], seq.context.cache_namespace);
+        label_block(id, seq, b);
+      }
       continue;
     }
     const BlockKey parent = b == 0 ? kNoKey : seq.keys[b - 1];
@@ -176,6 +180,7 @@ void KvCacheManager::commit(CachedSequence& seq) {
     if (parent_block != kNoBlock && meta(parent_block).key != parent) {
       seq.keys.pop_back();
       register_span_block(id, parent_block, tokens, positions[b * bs], seq.context.cache_namespace);
+      label_block(id, seq, b);
       continue;
     }
     if (index_.count(key) != 0) {
@@ -197,6 +202,7 @@ void KvCacheManager::commit(CachedSequence& seq) {
       continue;
     }
     register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
+    label_block(id, seq, b);
     ++counters_.blocks_ever_cached;
   }
 }
@@ -238,6 +244,16 @@ void KvCacheManager::link_cached(BlockId id, BlockId parent_block, std::span<con
   }
 }
 
+void KvCacheManager::label_block(BlockId id, const CachedSequence& seq, std::size_t b) {
+  const std::size_t bs = static_cast<std::size_t>(block_size_);
+  const std::size_t n = static_cast<std::size_t>(meta(id).n_tokens);
+  for (std::size_t o = 0; o < n; ++o) {
+    const std::size_t slot = b * bs + o;
+    block_labels_[static_cast<std::size_t>(id) * bs + o] = slot < seq.labels.size() ? seq.labels[slot] : TokenLabel{};
+  }
+  meta(id).intent = seq.intent;
+}
+
 void KvCacheManager::keep_tail(CachedSequence& seq) {
   const BlockTable& t = seq.table;
   const int n_tail = t.n_slots() % block_size_;
@@ -253,6 +269,7 @@ void KvCacheManager::keep_tail(CachedSequence& seq) {
   const std::size_t first = b * static_cast<std::size_t>(block_size_);
   if (seq.exact_slots() < t.n_slots() || seq.keys.size() != b) {
     register_span_block(id, parent_block, tokens, t.positions()[first], seq.context.cache_namespace);
+    label_block(id, seq, b);
     ++counters_.tails_kept;
     return;
   }
@@ -262,6 +279,7 @@ void KvCacheManager::keep_tail(CachedSequence& seq) {
   const BlockKey key = key_of(parent, tokens, seq.context);
   if (index_.count(key) != 0) return;  // the same tail is kept already
   register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
+  label_block(id, seq, b);
   ++counters_.tails_kept;
 }
 
@@ -275,6 +293,8 @@ void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   to.final_limit = from.final_limit;
   to.written = from.written;
   to.n_cached_blocks = from.n_cached_blocks;
+  to.labels = from.labels;
+  to.intent = from.intent;
   const BlockTable& src = from.table;
   // Only blocks holding tokens are shared. Room reserved ahead is not: both
   // sequences would write their next tokens into it, and reserve() copies a
@@ -300,6 +320,8 @@ void KvCacheManager::release(CachedSequence& seq) {
   seq.final_limit = INT32_MAX;
   seq.written = 0;
   seq.n_cached_blocks = 0;
+  seq.labels.clear();
+  seq.intent = TokenLabel::kAnyType;
 }
 
 void KvCacheManager::on_idle(BlockId id) {

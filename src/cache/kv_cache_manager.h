@@ -22,6 +22,7 @@
 #include "cache/kv_pool.h"
 #include "cache/reuse_plan.h"
 #include "cache/span_index.h"
+#include "cache/token_label.h"
 #include "kernels/rope_shift.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -73,6 +74,11 @@ struct CachedSequence {
   int32_t written = 0;
   // Leading full blocks already handed to the cache (exact or span-only).
   std::size_t n_cached_blocks = 0;
+  // The splitter's labels of the leading slots (the prompt; later slots are
+  // untyped) and the prompt's intent label: kept with the blocks cached from
+  // this sequence, for the type guard of later span lookups.
+  std::vector<TokenLabel> labels;
+  uint8_t intent = TokenLabel::kAnyType;
   // The exactness frontier: the leading slots whose K/V is exactly what a
   // cold run computes.
   int32_t exact_slots() const { return std::min(written, exact_limit); }
@@ -97,8 +103,11 @@ class KvCacheManager {
   // tokens of a cached block that continues the prompt only partly, copied),
   // then in mode Shift spans found anywhere after it, then what is left to
   // compute. Never the whole prompt: its last token is always computed, so
-  // its logits exist.
-  ReusePlan plan(std::span<const int32_t> prompt, uint64_t cache_namespace, const ReuseOptions& options) const;
+  // its logits exist. A span is only taken where every token's type in
+  // `labels` agrees with the cached one's, from blocks cached under the same
+  // intent label; options.block_strategy says how whole it must be.
+  ReusePlan plan(std::span<const int32_t> prompt, uint64_t cache_namespace, const ReuseOptions& options,
+                 const PromptLabels& labels = {}) const;
   // Starts `seq` (which must be empty) from the plan: prefix blocks shared,
   // the partial block and the spans copied (K re-rotated by their position
   // delta), empty slots reserved for the tokens to compute, and room for
@@ -162,6 +171,7 @@ class KvCacheManager {
     Level level = Level::Normal;
     bool in_list = false;
     BlockId prev = kNoBlock, next = kNoBlock;
+    uint8_t intent = TokenLabel::kAnyType;  // the intent label of the sequence that cached it
   };
 
   bool cached(BlockId id) const { return meta(id).key != kNoKey || meta(id).span_only; }
@@ -170,11 +180,25 @@ class KvCacheManager {
   // Plan parts (reuse_planning.cpp).
   void plan_prefix(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace) const;
   void plan_spans(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace,
-                  const ReuseOptions& options) const;
+                  const ReuseOptions& options, const PromptLabels& labels) const;
+  // Disjoint spans inside prompt[lo, hi), in prompt order, tail first found;
+  // with `whole_blocks`, each trimmed to whole semantic blocks.
+  std::vector<ReuseSpan> find_spans(std::span<const int32_t> prompt, uint64_t cache_namespace,
+                                    const ReuseOptions& options, const PromptLabels& labels, bool whole_blocks,
+                                    int32_t lo, int32_t hi) const;
   // The longest source run matching prompt around a span-index candidate,
-  // within [lo, hi) of the prompt.
-  ReuseSpan extend_match(std::span<const int32_t> prompt, uint64_t cache_namespace, BlockId block, int32_t offset,
-                         int32_t at, int32_t lo, int32_t hi) const;
+  // within [lo, hi) of the prompt, ending where the types disagree.
+  ReuseSpan extend_match(std::span<const int32_t> prompt, const PromptLabels& labels, uint64_t cache_namespace,
+                         BlockId block, int32_t offset, int32_t at, int32_t lo, int32_t hi) const;
+  // The last run of `span` that is whole semantic blocks on both sides
+  // (empty if none).
+  ReuseSpan whole_blocks_of(const ReuseSpan& span, const PromptLabels& labels) const;
+  TokenLabel stored_label(BlockId id, int32_t offset) const {
+    return block_labels_[static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_) +
+                         static_cast<std::size_t>(offset)];
+  }
+  // Stores the labels and intent of block b of `seq` with cached block `id`.
+  void label_block(BlockId id, const CachedSequence& seq, std::size_t b);
   // Apply parts (reuse_apply.cpp).
   bool plan_is_current(const ReusePlan& plan) const;
   void pin(BlockId id);    // one more reference; an idle block leaves the evictable set
@@ -217,6 +241,7 @@ class KvCacheManager {
   int block_size_;
   std::vector<Meta> meta_;            // n_blocks + 2 sentinels
   std::vector<int32_t> block_tokens_;  // [n_blocks][block_size] tokens of registered blocks
+  std::vector<TokenLabel> block_labels_;  // [n_blocks][block_size] their labels
   std::unordered_map<BlockKey, BlockId> index_;
   std::unordered_multimap<BlockKey, BlockId> children_;  // parent key -> registered blocks under it
   std::unordered_multimap<BlockId, BlockId> child_blocks_;  // parent block -> cached blocks under it

@@ -28,6 +28,21 @@ std::optional<BlendChoice> parse_blend_ratio(std::string_view text) {
   return BlendChoice{r, false};
 }
 
+std::string_view to_string(BlockStrategy strategy) {
+  switch (strategy) {
+    case BlockStrategy::Token: return "token";
+    case BlockStrategy::Semantic: return "semantic";
+    case BlockStrategy::Session: return "session";
+  }
+  return "?";
+}
+
+std::optional<BlockStrategy> parse_block_strategy(std::string_view text) {
+  for (BlockStrategy s : {BlockStrategy::Token, BlockStrategy::Semantic, BlockStrategy::Session})
+    if (text == to_string(s)) return s;
+  return std::nullopt;
+}
+
 ReuseCounts ReusePlan::counts(int prompt_tokens) const {
   ReuseCounts c;
   c.prefix = prefix_tokens;

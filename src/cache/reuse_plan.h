@@ -35,6 +35,18 @@ struct BlendChoice {
 };
 std::optional<BlendChoice> parse_blend_ratio(std::string_view text);
 
+// The granularity of what shift and blend reuse beyond the exact prefix.
+// Lookups nest: the session's exact prefix first, then whole semantic
+// blocks, then (for Token) any matching span in what is left.
+enum class BlockStrategy : uint8_t {
+  Token,     // any matching span of the same type
+  Semantic,  // only whole semantic blocks, of at least min_block_length tokens, on both sides
+  Session,   // only the exact prefix: nothing is copied from elsewhere
+};
+
+std::string_view to_string(BlockStrategy strategy);
+std::optional<BlockStrategy> parse_block_strategy(std::string_view text);
+
 struct ReuseOptions {
   ReuseMode mode = ReuseMode::Prefix;
   // Spans shorter than this are not reused (they cost more to find and
@@ -60,6 +72,7 @@ struct ReuseOptions {
   // Blend: pick the share per prompt from the deviations instead (the
   // fewest tokens holding nearly all of the deviation, blend_ratio ignored).
   bool blend_adaptive = false;
+  BlockStrategy block_strategy = BlockStrategy::Token;
 };
 
 // Where each prompt token's K/V came from, for one request. The four add up

@@ -27,6 +27,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     return fail("blend ratio must be in [0, 1]");
   if (options.reuse.blend_layer < 1) return fail("blend layer must be at least 1");
 
+  std::shared_ptr<const PromptTyper> typer = PromptTyper::with_default_rules();
+  if (!options.split_rules.empty()) {
+    auto loaded = PromptTyper::from_rules_file(options.split_rules);
+    if (!loaded) return fail(loaded.error().message);
+    typer = std::move(*loaded);
+  }
+
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
   LoadOptions load;
@@ -68,6 +75,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.max_queued = options.max_queued;
   sched.n_ctx = options.n_ctx;
   sched.reuse = options.reuse;
+  sched.typer = std::move(typer);
   if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
@@ -87,6 +95,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.reuse = options.reuse;
   req.blend_ratio = options.blend_ratio;
   req.blend_adaptive = options.blend_adaptive;
+  req.block_strategy = options.block_strategy;
   req.prompt_logprobs = options.prompt_logprobs;
 
   struct Wait {

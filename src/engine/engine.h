@@ -42,6 +42,9 @@ struct EngineOptions {
   // The default reuse mode of requests and the span search's limits
   // (cache/reuse_plan.h). prefix_cache = false forces ReuseMode::Off.
   ReuseOptions reuse;
+  // The semantic splitter's JSON rule file for the type guard and the
+  // semantic block strategy (text/split_rules_file.h); empty: default rules.
+  std::string split_rules;
   // Cached blocks hit this often are evicted last.
   uint32_t cache_hot_after_hits = CacheOptions{}.hot_after_hits;
   // Idle cached blocks older than this are dropped; 0 = never.
@@ -63,6 +66,7 @@ struct GenerateOptions {
   std::optional<ReuseMode> reuse;  // overrides EngineOptions::reuse.mode
   std::optional<float> blend_ratio;    // overrides EngineOptions::reuse.blend_ratio
   std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
+  std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
 };
 

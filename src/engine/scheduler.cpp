@@ -48,6 +48,7 @@ struct Scheduler::Sequence {
   CachedSequence kv;
   Sampler sampler;
   std::vector<int32_t> history;  // prompt + generated tokens, for the penalties
+  PromptLabels labels;           // the splitter's, for the cache's type guard
   int n_prompt;
   int max_new = 0;        // max_tokens, bounded by the room left in n_ctx
   ReuseCounts reuse;      // from the plan applied at admission
@@ -102,6 +103,7 @@ struct Scheduler::Sequence {
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
     : model_(model), cache_(cache), threads_(threads), options_(options), flops_(model.config()) {
+  if (!options_.typer) options_.typer = PromptTyper::with_default_rules();
   CLM_CHECK(options_.max_batch_tokens > 0, "max_batch_tokens must be positive");
   CLM_CHECK(options_.max_running > 0, "max_running must be positive");
   CLM_CHECK(options_.max_queued >= 0, "max_queued must not be negative");
@@ -138,6 +140,11 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
 
   auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
   seq->max_new = std::min(seq->request.max_tokens, options_.n_ctx - seq->n_prompt);
+  // Typed here, on the caller's thread, not at admission on the stepping
+  // one. Every prompt that may be cached is typed, whatever its own mode:
+  // its blocks may be a later request's span sources.
+  if (seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+    seq->labels = options_.typer->label(model_.tokenizer(), seq->request.prompt);
   seq->submitted = Clock::now();
   RequestId id = 0;
   {
@@ -319,7 +326,8 @@ void Scheduler::admit() {
     const std::span<const int32_t> prompt = s.request.prompt;
     ReuseOptions reuse = options_.reuse;
     if (s.request.reuse) reuse.mode = *s.request.reuse;
-    ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse);
+    if (s.request.block_strategy) reuse.block_strategy = *s.request.block_strategy;
+    ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
     // Planned and applied back to back on this thread, so no source can be
     // evicted in between; NoRoom leaves the cache as it was.
     const int capacity = s.admission_tokens(options_.n_ctx);
@@ -332,6 +340,8 @@ void Scheduler::admit() {
     }
     CLM_CHECK(applied != ApplyStatus::Stale, "a plan went stale before it was applied");
     if (applied == ApplyStatus::NoRoom) break;
+    s.kv.labels = std::move(s.labels.tokens);
+    s.kv.intent = s.labels.intent;
     s.reuse = plan.counts(s.n_prompt);
     s.compute = plan.compute;
     s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;

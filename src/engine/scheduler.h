@@ -31,6 +31,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
+#include "engine/prompt_typer.h"
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
@@ -49,6 +50,9 @@ struct SchedulerOptions {
   // How prompts reuse cached K/V unless a request says otherwise, and the
   // span search's limits (cache/reuse_plan.h).
   ReuseOptions reuse;
+  // Types prompts for the cache's type guard and semantic granularity
+  // (null: the splitter's default rules).
+  std::shared_ptr<const PromptTyper> typer;
 };
 
 struct Request {
@@ -63,6 +67,8 @@ struct Request {
   // Override SchedulerOptions::reuse's blend share / adaptive choice.
   std::optional<float> blend_ratio;
   std::optional<bool> blend_adaptive;
+  // Overrides SchedulerOptions::reuse.block_strategy for this request.
+  std::optional<BlockStrategy> block_strategy;
   // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
   // row is computed, the log-probability of prompt[i] and the K most likely
   // tokens there (RequestSummary::prompt_logprobs).

@@ -116,11 +116,15 @@ TEST(CliBenchReuse, EachModeReusesWhatItCan) {
         EXPECT_EQ(m["greedy_tokens"], s["modes"]["off"]["greedy_tokens"]);
       } else {
         // Everything after the change is cached, elsewhere: shift copies it
-        // all but the last prompt token (always computed) and at most the
-        // cached conversation's last, partly filled block.
+        // all but the last prompt token (always computed), at most the
+        // cached conversation's last, partly filled block, and what the type
+        // guard refuses: a sentence or line the change cut into may change
+        // type (a question losing its start), and is then computed. Most of
+        // the rest is copied.
         const int changed = name == "delete" ? 0 : kEdit;
-        EXPECT_GT(shift, 0);
-        EXPECT_LE(computed, changed + 1 + kBlock);
+        const int after_change = n - same - changed;
+        EXPECT_GE(shift, after_change / 2);
+        EXPECT_LE(computed, after_change / 2 + changed + 1 + kBlock);
         EXPECT_GE(computed, 1);
       }
     }

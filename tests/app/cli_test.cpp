@@ -114,6 +114,29 @@ TEST(Cli, BadInputGetsMessageAndNonZeroExit) {
   EXPECT_NE(too_long.err.find("context"), std::string::npos) << too_long.err;
 }
 
+TEST(Cli, BlockStrategyAndSplitRulesFlags) {
+  const std::string dir = test::temp_dir();
+  const std::string model = shell_quote(test::shared_file("models/stories260K.gguf"));
+  std::ofstream(dir + "/rules.json") << R"({"min_block_length": 4, "rules": [{"pattern": "[^.]*\\.", "type": "step"}]})";
+  auto ok = run_command(cli() + " run --temp 0 -n 2 -m " + model + " --reuse shift --block-strategy semantic" +
+                        " --split-rules " + shell_quote(dir + "/rules.json") + " -p 'Once upon a time.'");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+
+  auto bad_strategy = run_command(cli() + " run -n 1 -m " + model + " --block-strategy sentence -p hi");
+  EXPECT_NE(bad_strategy.exit_code, 0);
+  EXPECT_NE(bad_strategy.err.find("block-strategy"), std::string::npos) << bad_strategy.err;
+
+  std::ofstream(dir + "/bad_rules.json") << R"({"rules": [{"pattern": "(", "type": "step"}]})";
+  auto bad_rules = run_command(cli() + " run -n 1 -m " + model + " --split-rules " +
+                               shell_quote(dir + "/bad_rules.json") + " -p hi");
+  EXPECT_NE(bad_rules.exit_code, 0);
+  EXPECT_NE(bad_rules.err.find("bad_rules.json"), std::string::npos) << bad_rules.err;
+  auto missing = run_command(cli() + " run -n 1 -m " + model + " --split-rules " + shell_quote(dir + "/none.json") +
+                             " -p hi");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+}
+
 // A small byte-level BPE tokenizer.json: the 256 byte symbols, "hello"
 // reachable by merges, filler tokens up to the minimum vocabulary size, and
 // ChatML's special tokens.

@@ -325,6 +325,33 @@ TEST(OpenAiRequest, BlendRatioIsAShareOrAuto) {
   }
 }
 
+TEST(OpenAiRequest, BlockStrategyOnBothEndpoints) {
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->block_strategy.has_value());
+  for (const auto& [text, strategy] :
+       {std::pair{"token", BlockStrategy::Token}, std::pair{"semantic", BlockStrategy::Semantic},
+        std::pair{"session", BlockStrategy::Session}}) {
+    json chat = chat_body();
+    chat["block_strategy"] = text;
+    auto c = parse_chat_request(chat, defaults());
+    ASSERT_TRUE(c) << text;
+    EXPECT_EQ(c->block_strategy, strategy);
+    auto p = parse_completion_request({{"prompt", "x"}, {"block_strategy", text}}, defaults());
+    ASSERT_TRUE(p) << text;
+    EXPECT_EQ(p->block_strategy, strategy);
+  }
+  for (json bad : {json("sentence"), json("Token"), json(""), json(2), json(false), json::array({"token"})}) {
+    json body = chat_body();
+    body["block_strategy"] = bad;
+    const ApiError e = chat_error(body);
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "block_strategy");
+    EXPECT_NE(e.message.find("'block_strategy'"), std::string::npos) << e.message;
+    EXPECT_EQ(completion_error({{"prompt", "x"}, {"block_strategy", bad}}).status, 400);
+  }
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"block_strategy", "words"}}).code, "invalid_value");
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"block_strategy", 1}}).code, "invalid_type");
+}
+
 TEST(OpenAiRequest, EchoLogprobsAndTokenIdNames) {
   auto score = parse_completion_request(
       {{"prompt", {1, 2, 3}}, {"echo", true}, {"logprobs", 5}, {"max_tokens", 0}, {"return_tokens_as_token_ids", true}},
