@@ -63,6 +63,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::Range(1, 1 << 30));
   cmd.add_option("--cache-ttl", f.cache_ttl, "seconds an unused cached block may stay (0: until memory is needed)")
       ->check(CLI::Range(0.0, 1e9));
+  add_tier_flags(cmd, f.tiers);
 }
 
 void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
@@ -108,6 +109,12 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   options.cache_hot_after_hits = f.cache_hot_after;
   options.cache_ttl_s = f.cache_ttl;
   options.max_queued = f.max_queued;
+  auto tiers = tier_factories(f.tiers);
+  if (!tiers) {
+    std::fprintf(stderr, "clmcache: %s\n", tiers.error().message.c_str());
+    return nullptr;
+  }
+  options.tiers = std::move(*tiers);
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   options.known_fingerprint = recall_fingerprint(source->path);

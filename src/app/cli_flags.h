@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "app/tier_flags.h"
 #include "cache/reuse_plan.h"
 #include "engine/engine.h"
 #include "model/sampler.h"
@@ -32,6 +33,7 @@ struct EngineFlags {
   // --blend-ratio: a share in [0, 1], or "auto" for the adaptive choice.
   std::string blend_ratio = "0.15";
   ReuseOptions reuse;
+  TierFlags tiers;  // --redis, --redis-ttl
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

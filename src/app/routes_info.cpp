@@ -1,6 +1,7 @@
 #include "app/routes_info.h"
 
 #include "app/http_reply.h"
+#include "app/tier_report.h"
 #include "app/web_page.h"
 
 namespace clm {
@@ -91,6 +92,7 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
     reply_json(res, {{"cache", cache_json(stats.cache)},
                      {"scheduler", scheduler_json(stats.scheduler)},
                      {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
+                     {"tiers", tiers_json(stats.tiers)},
                      {"server",
                       {{"uptime_s", uptime},
                        {"in_flight", ctx.in_flight.load()},
@@ -101,6 +103,7 @@ void register_info_routes(httplib::Server& server, ServerContext& ctx) {
     const EngineCacheStats stats = ctx.engine.cache_stats();
     ctx.metrics.update_cache(stats.cache);
     ctx.metrics.update_scheduler(stats.scheduler);
+    ctx.metrics.update_tiers(stats.tiers);
     res.set_content(ctx.metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
 }

@@ -71,6 +71,7 @@ struct Scheduler::Sequence {
   int blend_probed = 0;
   double prefill_flops = 0.0;
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
+  std::vector<TierEntry> promoted;  // read from the tiers at submit, adopted before admission
   int generated = 0;
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
@@ -137,6 +138,10 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
   seq->max_new = std::min(seq->request.max_tokens, options_.n_ctx - seq->n_prompt);
   seq->submitted = Clock::now();
+  // Tier I/O happens here, on the caller's thread and before the request is
+  // queued, never on the scheduler's thread or under its lock.
+  if (options_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+    seq->promoted = options_.tiers->fetch(cache_.prompt_keys(seq->request.prompt, seq->request.cache_namespace));
   RequestId id = 0;
   {
     std::lock_guard lock(mu_);
@@ -233,6 +238,7 @@ bool Scheduler::step_once() {
     last_sweep_ = t0;
   }
   const std::size_t running_before = running_.size();
+  promote_queued();
   admit();
   bool progressed = running_.size() != running_before;
 
@@ -299,6 +305,24 @@ void Scheduler::apply_cancellations() {
     for (auto& s : running_)
       if (s->id == id && !s->finished) finish(*s, "cancelled");
   remove_finished();
+}
+
+void Scheduler::promote_queued() {
+  if (!options_.tiers) return;
+  // Queued sequences leave the queue only on this thread, so the pointers
+  // stay valid after the lock is dropped; submit() filled `promoted` before
+  // queueing under the lock.
+  std::vector<Sequence*> ready;
+  {
+    std::lock_guard lock(mu_);
+    const std::size_t room = static_cast<std::size_t>(options_.max_running) - std::min(running_.size(), static_cast<std::size_t>(options_.max_running));
+    for (std::size_t i = 0; i < queue_.size() && i < room; ++i)
+      if (!queue_[i]->promoted.empty()) ready.push_back(queue_[i].get());
+  }
+  for (Sequence* s : ready) {
+    options_.tiers->count_promoted(cache_.adopt(s->request.prompt, s->request.cache_namespace, s->promoted));
+    s->promoted = {};
+  }
 }
 
 void Scheduler::admit() {

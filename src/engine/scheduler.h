@@ -31,6 +31,7 @@
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
+#include "tier/tier_set.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -46,6 +47,10 @@ struct SchedulerOptions {
   // How prompts reuse cached K/V unless a request says otherwise, and the
   // span search's limits (cache/reuse_plan.h).
   ReuseOptions reuse;
+  // Storage tiers below RAM (null: none). submit() reads a prompt's missing
+  // prefix blocks from them on the caller's thread; the stepping thread
+  // copies them into the pool before admission (promote_queued).
+  TierSet* tiers = nullptr;
 };
 
 struct Request {
@@ -183,6 +188,9 @@ class Scheduler {
   };
   bool step_once();
   void apply_cancellations();
+  // Adopts the tier entries submit() fetched for the sequences that may be
+  // admitted now (outside the lock: it copies block bytes).
+  void promote_queued();
   void admit();
   // Appends this step's tokens to `batch`; returns the sequences in it, in
   // the order of their KvView index, and those that want logits in row order.
