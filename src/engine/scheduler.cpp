@@ -315,7 +315,8 @@ void Scheduler::promote_queued() {
   std::vector<Sequence*> ready;
   {
     std::lock_guard lock(mu_);
-    const std::size_t room = static_cast<std::size_t>(options_.max_running) - std::min(running_.size(), static_cast<std::size_t>(options_.max_running));
+    const auto max_running = static_cast<std::size_t>(options_.max_running);
+    const std::size_t room = max_running - std::min(running_.size(), max_running);
     for (std::size_t i = 0; i < queue_.size() && i < room; ++i)
       if (!queue_[i]->promoted.empty()) ready.push_back(queue_[i].get());
   }
