@@ -137,7 +137,7 @@ TEST(RedisTier, ADeadRedisCostsOneFailurePerCooldownAndRecovers) {
     EXPECT_FALSE(h.tier->put(e));
     EXPECT_EQ(h.tier->exists(std::vector<BlockKey>{e.key}), 0u);
   }
-  EXPECT_LT(seconds_since(t0), 1.0);
+  EXPECT_LT(seconds_since(t0), 2.0);
   EXPECT_EQ(h.tier->breaker().failures(), 1u) << "skipped while open, not tried";
   EXPECT_EQ(h.tier->breaker().skipped(), 60u);
   // After the cool-down one trial goes out, fails (still dead), reopens.
@@ -165,14 +165,14 @@ TEST(RedisTier, ASlowRedisTimesOutOnceThenIsSkipped) {
   EXPECT_FALSE(h.tier->get(e.key));
   const double first = seconds_since(t0);
   EXPECT_GE(first, 0.15);
-  EXPECT_LT(first, 0.8);
+  EXPECT_LT(first, 1.2) << "not the 1.5 s pause";
   EXPECT_EQ(h.tier->breaker_state(), "open");
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 10; ++i) {
     EXPECT_FALSE(h.tier->get(e.key));
     EXPECT_EQ(h.tier->exists(std::vector<BlockKey>{e.key}), 0u);
   }
-  EXPECT_LT(seconds_since(t0), 0.1) << "skipped, not timed out again";
+  EXPECT_LT(seconds_since(t0), 1.0) << "skipped, not timed out again (20 timeouts would take 4 s)";
   EXPECT_EQ(h.tier->breaker().failures(), 1u);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the pause ends
   h.now += 31.0;
