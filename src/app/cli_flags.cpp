@@ -97,6 +97,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd.add_option("--cache-ttl", o.cache_ttl_s, "seconds an unused cached block may stay (0: until memory is needed)")
       ->check(CLI::Range(0.0, 1e9));
+  add_tier_flags(cmd, f.tiers);
 }
 
 void add_batch_flag(CLI::App& cmd, EngineFlags& f) {
@@ -138,6 +139,12 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   }
   if (!options.prefix_cache) options.reuse.mode = ReuseMode::Off;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
+  auto tiers = tier_factories(f.tiers);
+  if (!tiers) {
+    std::fprintf(stderr, "clmcache: %s\n", tiers.error().message.c_str());
+    return nullptr;
+  }
+  options.tiers = std::move(*tiers);
   ProgressBar bar("loading " + source->path);
   options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
   options.known_fingerprint = recall_fingerprint(source->path);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "app/tier_flags.h"
 #include "engine/engine.h"
 #include "model/sampler.h"
 
@@ -21,6 +22,7 @@ struct EngineFlags {
   // written into options.reuse by load_engine. Empty: options.reuse's own.
   std::string blend_ratio;
   EngineOptions options;
+  TierFlags tiers;  // --redis, --redis-ttl
 };
 
 void add_engine_flags(CLI::App& cmd, EngineFlags& flags);

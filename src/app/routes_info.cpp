@@ -2,6 +2,7 @@
 
 #include "app/http_reply.h"
 #include "app/http_routes.h"
+#include "app/tier_report.h"
 #include "app/web_page.h"
 
 namespace clm {
@@ -113,6 +114,7 @@ void register_info_routes(RouteTable& routes, ServerContext& ctx) {
     reply_json(res, {{"cache", cache_json(stats.cache)},
                      {"scheduler", scheduler_json(stats.scheduler)},
                      {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
+                     {"tiers", tiers_json(stats.tiers)},
                      {"server",
                       {{"uptime_s", uptime},
                        {"in_flight", ctx.in_flight.load()},
@@ -125,6 +127,7 @@ void register_info_routes(RouteTable& routes, ServerContext& ctx) {
     const EngineCacheStats stats = ctx.engine.cache_stats();
     ctx.metrics.update_cache(stats.cache);
     ctx.metrics.update_scheduler(stats.scheduler);
+    ctx.metrics.update_tiers(stats.tiers);
     HttpResponse res;
     res.content_type = "text/plain; version=0.0.4; charset=utf-8";
     res.body = ctx.metrics.render();

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "app/tier_report.h"
+
 namespace clm {
 
 ServerMetrics::ServerMetrics() {
@@ -37,6 +39,7 @@ ServerMetrics::ServerMetrics() {
                    "prompt tokens run through blend's first pass (layer 0 and the next layer's K/V projections)");
   r.define_counter("clmcache_blend_recomputed_tokens_total", "copied prompt tokens blend chose to recompute");
   r.define_counter("clmcache_prefill_flops_total", "arithmetic finished requests' prompts cost, blend probes included");
+  define_tier_metrics(r);
 }
 
 void ServerMetrics::record_request(const std::string& endpoint, int status) {
@@ -84,5 +87,7 @@ void ServerMetrics::update_scheduler(const SchedulerStats& s) {
                           {{"cause", std::string(to_string(static_cast<PreemptCause>(i)))}},
                           static_cast<double>(s.preempted_by[i]));
 }
+
+void ServerMetrics::update_tiers(const TierStats& s) { update_tier_metrics(registry_, s); }
 
 }  // namespace clm

@@ -23,6 +23,7 @@ class ServerMetrics {
                          int generated_tokens, double latency_s, double ttft_s);
   void update_cache(const CacheStats& stats);
   void update_scheduler(const SchedulerStats& s);
+  void update_tiers(const TierStats& s);
 
   std::string render() const { return registry_.render(); }
   const MetricsRegistry& registry() const { return registry_; }

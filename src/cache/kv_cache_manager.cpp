@@ -204,6 +204,9 @@ void KvCacheManager::commit(CachedSequence& seq) {
     register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
     label_block(id, seq, b);
     ++counters_.blocks_ever_cached;
+    if (options_.observer)
+      options_.observer->block_computed({key, parent, tokens, std::span<const int32_t>(positions).subspan(b * bs, bs),
+                                         std::span<const std::byte>(pool_.block_data(id), pool_.geometry().block_bytes())});
   }
 }
 
@@ -217,6 +220,7 @@ void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_ke
   index_[key] = id;
   children_.emplace(parent_key, id);
   link_cached(id, parent_block, tokens);
+  if (options_.observer && tokens.size() == static_cast<std::size_t>(block_size_)) options_.observer->block_resident(key);
 }
 
 void KvCacheManager::register_span_block(BlockId id, BlockId parent_block, std::span<const int32_t> tokens,
@@ -340,7 +344,10 @@ void KvCacheManager::unregister(BlockId id) {
   if (m.in_list) list_remove(id);
   if (m.key != kNoKey) {
     const auto it = index_.find(m.key);
-    if (it != index_.end() && it->second == id) index_.erase(it);
+    if (it != index_.end() && it->second == id) {
+      index_.erase(it);
+      if (options_.observer && m.n_tokens == block_size_) options_.observer->block_gone(m.key);
+    }
     for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {
       if (first->second == id) {
         children_.erase(first);

@@ -18,12 +18,14 @@
 
 #include "cache/block_key.h"
 #include "cache/block_table.h"
+#include "cache/cache_observer.h"
 #include "cache/cache_stats.h"
 #include "cache/kv_pool.h"
 #include "cache/reuse_plan.h"
 #include "cache/span_index.h"
 #include "cache/token_label.h"
 #include "kernels/rope_shift.h"
+#include "tier/tier_entry.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -49,6 +51,9 @@ struct CacheOptions {
   // Copies of shifted spans are spread over these threads (null: the
   // caller's thread alone). Never used while a forward pass runs on them.
   ThreadPool* threads = nullptr;
+  // The storage tiers below RAM (tier/tier_set.h), told of computed and
+  // resident blocks; null: RAM only.
+  CacheObserver* observer = nullptr;
 };
 
 // One live sequence's KV: its block table, the keys of its leading full
@@ -146,6 +151,18 @@ class KvCacheManager {
   std::size_t sweep_expired();
   // Drops every idle cached block.
   void clear_cached();
+
+  // Storage tiers below RAM (tier_promotion.cpp). The keys of the prompt's
+  // full blocks, first block first; safe from any thread (it reads only
+  // what construction fixed).
+  std::vector<BlockKey> prompt_keys(std::span<const int32_t> prompt, uint64_t cache_namespace) const;
+  // Publishes entries read from a tier for `prompt` (TierSet::fetch) as idle
+  // cached prefix blocks, so that the ordinary prefix hit uses them. Each is
+  // checked against the prompt (key, parent, tokens, positions, fingerprint,
+  // geometry) and adopted only under a resident parent; the first that does
+  // not fit, or finds no free or evictable block, ends it. Returns how many
+  // were adopted. Copies bytes only: no I/O.
+  std::size_t adopt(std::span<const int32_t> prompt, uint64_t cache_namespace, std::span<const TierEntry> entries);
 
   CacheStats stats() const;
   // n tokens a plan copied were recomputed after all (blend): counted as

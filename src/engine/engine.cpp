@@ -61,6 +61,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   e->pool_ = std::move(*pool);
   e->threads_ = std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads : hardware_threads());
 
+  if (!options.tiers.empty()) {
+    std::vector<std::unique_ptr<CacheTier>> tiers;
+    for (const TierFactory& open : options.tiers) {
+      auto tier = open(e->fingerprint_, g);
+      if (!tier) return fail(tier.error().message);
+      tiers.push_back(std::move(*tier));
+    }
+    e->tiers_ = std::make_unique<TierSet>(std::move(tiers), e->fingerprint_, g, options.tier_write_queue_mb << 20);
+  }
   CacheOptions cache;
   cache.prefix_caching = options.prefix_cache;
   cache.partial_block_reuse = options.partial_block_reuse;
@@ -68,6 +77,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   cache.ttl_seconds = options.cache_ttl_s;
   cache.rope = rope_shift_params(e->model_->config());
   cache.threads = e->threads_.get();
+  cache.observer = e->tiers_.get();
   e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;
@@ -76,6 +86,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.n_ctx = options.n_ctx;
   sched.reuse = options.reuse;
   sched.typer = std::move(typer);
+  sched.tiers = e->tiers_.get();
   if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
@@ -150,6 +161,8 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   return out;
 }
 
-EngineCacheStats Engine::cache_stats() const { return {scheduler_->cache_stats(), scheduler_->stats()}; }
+EngineCacheStats Engine::cache_stats() const {
+  return {scheduler_->cache_stats(), scheduler_->stats(), tiers_ ? tiers_->stats() : TierStats{}};
+}
 
 }  // namespace clm

@@ -55,6 +55,13 @@ struct EngineOptions {
   // The model's fingerprint if the caller remembers it from an earlier load
   // of the same file; otherwise it is computed (it hashes every weight byte).
   std::optional<uint64_t> known_fingerprint;
+  // Storage tiers below RAM, fastest first (a disk cache, then Redis): each
+  // factory opens one for the loaded model's fingerprint and KV layout
+  // (tier/tier_set.h). Empty: RAM only.
+  std::vector<TierFactory> tiers;
+  // The tiers' background writer queues at most this many MiB of blocks;
+  // beyond it writes are dropped (and counted), never waited for.
+  std::size_t tier_write_queue_mb = 256;
 };
 
 struct GenerateOptions {
@@ -90,6 +97,7 @@ struct GenerationStats {
 struct EngineCacheStats {
   CacheStats cache;
   SchedulerStats scheduler;
+  TierStats tiers;  // empty without tiers
 };
 
 class Engine {
@@ -103,6 +111,8 @@ class Engine {
   Scheduler& scheduler() { return *scheduler_; }
   const EngineOptions& options() const { return options_; }
   uint64_t fingerprint() const { return fingerprint_; }
+  // The storage tiers below RAM; null without any.
+  TierSet* tiers() { return tiers_.get(); }
 
   // Runs one request through the scheduler and waits for it. Without a
   // scheduler loop (scheduler().start()), the caller's thread steps it.
@@ -121,6 +131,7 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<TierSet> tiers_;  // outlives the cache, which tells it of blocks
   std::unique_ptr<KvCacheManager> cache_;
   std::unique_ptr<Scheduler> scheduler_;
   std::mutex step_mu_;  // one caller thread steps the scheduler at a time

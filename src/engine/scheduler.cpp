@@ -72,6 +72,7 @@ struct Scheduler::Sequence {
   int blend_probed = 0;
   double prefill_flops = 0.0;
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
+  std::vector<TierEntry> promoted;  // read from the tiers at submit, adopted before admission
   int generated = 0;
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
@@ -146,6 +147,10 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   if (seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
     seq->labels = options_.typer->label(model_.tokenizer(), seq->request.prompt);
   seq->submitted = Clock::now();
+  // Tier I/O happens here, on the caller's thread and before the request is
+  // queued, never on the scheduler's thread or under its lock.
+  if (options_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+    seq->promoted = options_.tiers->fetch(cache_.prompt_keys(seq->request.prompt, seq->request.cache_namespace));
   RequestId id = 0;
   {
     std::lock_guard lock(mu_);
@@ -242,6 +247,7 @@ bool Scheduler::step_once() {
     last_sweep_ = t0;
   }
   const std::size_t running_before = running_.size();
+  promote_queued();
   admit();
   bool progressed = running_.size() != running_before;
 
@@ -316,6 +322,25 @@ void Scheduler::apply_cancellations() {
 void Scheduler::cancel_sequence(Sequence& seq, CancelCause cause) {
   seq.cancel_cause = cause;
   finish(seq, "cancelled");
+}
+
+void Scheduler::promote_queued() {
+  if (!options_.tiers) return;
+  // Queued sequences leave the queue only on this thread, so the pointers
+  // stay valid after the lock is dropped; submit() filled `promoted` before
+  // queueing under the lock.
+  std::vector<Sequence*> ready;
+  {
+    std::lock_guard lock(mu_);
+    const auto max_running = static_cast<std::size_t>(options_.max_running);
+    const std::size_t room = max_running - std::min(running_.size(), max_running);
+    for (std::size_t i = 0; i < queue_.size() && i < room; ++i)
+      if (!queue_[i]->promoted.empty()) ready.push_back(queue_[i].get());
+  }
+  for (Sequence* s : ready) {
+    options_.tiers->count_promoted(cache_.adopt(s->request.prompt, s->request.cache_namespace, s->promoted));
+    s->promoted = {};
+  }
 }
 
 void Scheduler::admit() {

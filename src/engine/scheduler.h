@@ -35,6 +35,7 @@
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
+#include "tier/tier_set.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -53,6 +54,10 @@ struct SchedulerOptions {
   // Types prompts for the cache's type guard and semantic granularity
   // (null: the splitter's default rules).
   std::shared_ptr<const PromptTyper> typer;
+  // Storage tiers below RAM (null: none). submit() reads a prompt's missing
+  // prefix blocks from them on the caller's thread; the stepping thread
+  // copies them into the pool before admission (promote_queued).
+  TierSet* tiers = nullptr;
 };
 
 struct Request {
@@ -199,6 +204,9 @@ class Scheduler {
   };
   bool step_once();
   void apply_cancellations();
+  // Adopts the tier entries submit() fetched for the sequences that may be
+  // admitted now (outside the lock: it copies block bytes).
+  void promote_queued();
   void admit();
   // Appends this step's tokens to `batch`; returns the sequences in it, in
   // the order of their KvView index, and those that want logits in row order.

@@ -26,6 +26,24 @@ TierEntry make_tier_entry(uint64_t fingerprint, BlockKey key, BlockKey parent, c
   return e;
 }
 
+TierEntry chain_entry(uint64_t fingerprint, BlockKey key, BlockKey parent, int index, const KvGeometry& geometry) {
+  TierEntry e = make_tier_entry(fingerprint, key, parent, geometry);
+  for (int i = 0; i < geometry.block_size; ++i) {
+    e.tokens[static_cast<std::size_t>(i)] = 10 + index * 4 + i;
+    e.positions[static_cast<std::size_t>(i)] = index * geometry.block_size + i;
+  }
+  return e;
+}
+
+std::vector<TierEntry> chain_entries(uint64_t fingerprint, int n) {
+  std::vector<TierEntry> out;
+  for (int i = 0; i < n; ++i) {
+    const BlockKey key = 1001 + static_cast<BlockKey>(i);
+    out.push_back(chain_entry(fingerprint, key, i == 0 ? kNoKey : key - 1, i));
+  }
+  return out;
+}
+
 bool same_entry(const TierEntry& a, const TierEntry& b) {
   const KvGeometry& g = a.geometry;
   const KvGeometry& h = b.geometry;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tier/tier_entry.h"
 
@@ -14,6 +15,13 @@ KvGeometry small_tier_geometry();
 
 TierEntry make_tier_entry(uint64_t fingerprint, BlockKey key, BlockKey parent,
                           const KvGeometry& geometry = small_tier_geometry());
+
+// Block `index` of a chain as a prompt would make it: tokens 10 + 4 * index
+// + i, natural positions (index * block_size + i), and the parent's key.
+TierEntry chain_entry(uint64_t fingerprint, BlockKey key, BlockKey parent, int index,
+                      const KvGeometry& geometry = small_tier_geometry());
+// n chained blocks with keys 1001, 1002, ...
+std::vector<TierEntry> chain_entries(uint64_t fingerprint, int n);
 
 bool same_entry(const TierEntry& a, const TierEntry& b);
 

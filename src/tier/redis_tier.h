@@ -1,0 +1,86 @@
+// RedisTier: full KV blocks in a Redis server, shared by every instance that
+// serves the same model with the same KV layout (DESIGN.md "Tiers and
+// persistence"). Keys are <prefix>:<model fingerprint>:<KV type and block
+// size>:<block key>, so other models and layouts never collide; every value
+// is an encoded TierEntry (tier/entry_codec.h: the same safetensors bytes the disk tier writes) stored with a time-to-live.
+// A value that fails its checks is a miss and is deleted.
+//
+// Redis is optional and may be slow or dead: every call has a timeout, and
+// a circuit breaker skips Redis for a cool-down after an error or a timeout,
+// so it costs at most one timeout per cool-down, never a failed request.
+// Lookups and writes use separate connections so that background writes
+// never queue in front of an admission's lookup. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tier/cache_tier.h"
+#include "tier/circuit_breaker.h"
+#include "tier/redis_url.h"
+#include "tier/tier_health.h"
+
+struct redisContext;
+
+namespace clm {
+
+struct RedisTierOptions {
+  RedisAddress address;
+  std::string key_prefix = "clmcache";
+  int ttl_s = 3600;                   // every entry expires this long after it was written
+  double connect_timeout_s = 0.25;
+  double command_timeout_s = 0.25;
+  double breaker_cooldown_s = 10.0;   // how long Redis is skipped after a failure
+  std::function<double()> clock;      // the breaker's clock (tests)
+};
+
+class RedisTier : public CacheTier, public TierHealth {
+ public:
+  // Connects lazily: a Redis that is down at start is a breaker trip, not an
+  // error. Fails only on options that cannot work (TTL < 1, no host).
+  static Result<std::unique_ptr<RedisTier>> open(const RedisTierOptions& options, uint64_t model_fingerprint,
+                                                 const KvGeometry& geometry);
+  ~RedisTier() override;
+
+  std::string name() const override { return "redis"; }
+  std::size_t exists(std::span<const BlockKey> chain) override;
+  std::optional<TierEntry> get(BlockKey key) override;
+  bool put(const TierEntry& entry) override;
+  void remove(BlockKey key) override;
+  std::string breaker_state() const override { return breaker_state_name(breaker_.state()); }
+
+  const CircuitBreaker& breaker() const { return breaker_; }
+  // Values read back that failed decoding or their checks (each deleted).
+  uint64_t damaged() const { return damaged_.load(); }
+  // The Redis key of a block (tests damage values through it).
+  std::string key_name(BlockKey key) const;
+
+ private:
+  // One connection and the mutex that serializes its use.
+  struct Link {
+    std::mutex mu;
+    redisContext* ctx = nullptr;
+    uint64_t epoch = 0;  // the breaker's trip count when it connected
+  };
+  RedisTier(const RedisTierOptions& options, uint64_t model_fingerprint, const KvGeometry& geometry);
+  // Runs `body` on the link's connection (connecting first if needed) when
+  // the breaker allows; a false from body (I/O error, timeout, error reply)
+  // drops the connection and trips the breaker. False when skipped or failed.
+  bool call(Link& link, const std::function<bool(redisContext*)>& body);
+  bool connect(Link& link);
+  static void drop(Link& link);
+
+  RedisTierOptions options_;
+  uint64_t fingerprint_;
+  KvGeometry geometry_;
+  std::string key_base_;  // "<prefix>:<fingerprint>:<layout>:"
+  CircuitBreaker breaker_;
+  Link lookup_, store_;
+  std::atomic<uint64_t> damaged_{0};
+};
+
+}  // namespace clm

@@ -1,0 +1,109 @@
+#include "tier/tier_set.h"
+
+#include "tier/tier_health.h"
+
+namespace clm {
+
+TierSet::TierSet(std::vector<std::unique_ptr<CacheTier>> tiers, uint64_t model_fingerprint, const KvGeometry& geometry,
+                 std::size_t write_queue_bytes)
+    : tiers_(std::move(tiers)),
+      fingerprint_(model_fingerprint),
+      geometry_(geometry),
+      hits_(tiers_.size(), 0),
+      misses_(tiers_.size(), 0) {
+  std::vector<CacheTier*> raw;
+  for (auto& t : tiers_) raw.push_back(t.get());
+  writer_ = std::make_unique<TierWriter>(std::move(raw), write_queue_bytes);
+}
+
+TierSet::~TierSet() { writer_.reset(); }
+
+std::vector<TierEntry> TierSet::fetch(std::span<const BlockKey> chain) {
+  std::vector<TierEntry> out;
+  std::size_t pos = 0;
+  {
+    std::lock_guard lock(mu_);
+    while (pos < chain.size() && resident_.count(chain[pos]) != 0) ++pos;
+  }
+  std::vector<uint64_t> hits(tiers_.size(), 0), misses(tiers_.size(), 0);
+  while (pos < chain.size()) {
+    bool advanced = false;
+    for (std::size_t t = 0; t < tiers_.size() && !advanced; ++t) {
+      CacheTier& tier = *tiers_[t];
+      const std::size_t present = tier.exists(chain.subspan(pos));
+      std::size_t got = 0;
+      while (got < present) {
+        const std::size_t at = pos + got;
+        std::optional<TierEntry> e = tier.get(chain[at]);
+        // The chain must hold together: a child is used only after its parent.
+        if (!e || e->parent != (at == 0 ? kNoKey : chain[at - 1])) break;
+        out.push_back(std::move(*e));
+        ++got;
+      }
+      hits[t] += got;
+      if (got < present || present == 0) ++misses[t];
+      if (got > 0) {
+        pos += got;
+        advanced = true;
+      }
+    }
+    if (!advanced) break;
+  }
+  std::lock_guard lock(mu_);
+  for (std::size_t t = 0; t < tiers_.size(); ++t) {
+    hits_[t] += hits[t];
+    misses_[t] += misses[t];
+  }
+  return out;
+}
+
+void TierSet::block_computed(const CachedBlockView& block) {
+  if (!writer_->has_room(block.kv.size(), block.tokens.size())) {
+    writer_->count_dropped();
+    return;
+  }
+  TierEntry e;
+  e.model_fingerprint = fingerprint_;
+  e.key = block.key;
+  e.parent = block.parent;
+  e.tokens.assign(block.tokens.begin(), block.tokens.end());
+  e.positions.assign(block.positions.begin(), block.positions.end());
+  e.geometry = geometry_;
+  e.kv.assign(block.kv.begin(), block.kv.end());
+  writer_->enqueue(std::move(e));
+}
+
+void TierSet::block_resident(BlockKey key) {
+  std::lock_guard lock(mu_);
+  resident_.insert(key);
+}
+
+void TierSet::block_gone(BlockKey key) {
+  std::lock_guard lock(mu_);
+  resident_.erase(key);
+}
+
+TierStats TierSet::stats() const {
+  TierStats s;
+  const std::vector<TierWriteCounts> writes = writer_->counts();
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t t = 0; t < tiers_.size(); ++t) {
+      TierCounters c;
+      c.name = tiers_[t]->name();
+      c.hits = hits_[t];
+      c.misses = misses_[t];
+      c.writes = writes[t].written;
+      c.writes_refused = writes[t].refused;
+      if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) c.breaker_state = health->breaker_state();
+      s.tiers.push_back(std::move(c));
+    }
+  }
+  s.writes_queued = writer_->queued();
+  s.writes_dropped = writer_->dropped();
+  s.writes_pending = writer_->pending();
+  s.blocks_promoted = promoted_.load();
+  return s;
+}
+
+}  // namespace clm

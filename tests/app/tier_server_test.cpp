@@ -1,0 +1,130 @@
+// The Redis tier through the CLI and the server: two `clmcache run`
+// processes share blocks through one redis-server (started by the test), a
+// server reports its tiers in /stats and /metrics, and a bad --redis URL is
+// a clear error.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "app/server_metrics.h"
+#include "app/tier_report.h"
+#include "support/prometheus_text.h"
+#include "support/redis_server.h"
+#include "support/run_command.h"
+#include "support/server_process.h"
+#include "support/test_paths.h"
+
+namespace clm {
+namespace {
+
+using nlohmann::json;
+using test::run_command;
+using test::shell_quote;
+
+std::string model() { return test::shared_file("models/stories260K.gguf"); }
+
+const char* kPrompt =
+    "Once upon a time there was a little girl who lived in a small house near the big forest with her mother "
+    "and her father and her dog, and every day they walked to the river to look at the fish";
+
+std::string run_with_redis(const std::string& url) {
+  return shell_quote(test::cli_binary()) + " run --json --temp 0 -n 4 --block-size 16 -m " + shell_quote(model()) +
+         " --redis " + shell_quote(url) + " -p " + shell_quote(kPrompt);
+}
+
+TEST(TierCli, ASecondProcessReusesWhatTheFirstWroteToRedis) {
+  test::RedisServer redis;
+  const auto first = run_command(run_with_redis(redis.url()));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto second = run_command(run_with_redis(redis.url()));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const json a = json::parse(first.out), b = json::parse(second.out);
+  EXPECT_EQ(a["cached_tokens"], 0);
+  const int n_prompt = static_cast<int>(a["prompt_token_ids"].size());
+  ASSERT_GT(n_prompt, 32);
+  // Every full block came from Redis; a prompt ending on a block boundary
+  // still computes its last token (its logits are needed).
+  EXPECT_EQ(b["cached_tokens"].get<int>(), n_prompt % 16 == 0 ? n_prompt - 1 : n_prompt / 16 * 16);
+  EXPECT_EQ(a["token_ids"], b["token_ids"]);
+  EXPECT_NE(redis.command({"DBSIZE"}), "0");
+}
+
+TEST(TierCli, ABadRedisUrlIsAClearError) {
+  const auto r = run_command(shell_quote(test::cli_binary()) + " run -n 1 -m " + shell_quote(model()) +
+                             " --redis http://nowhere -p Once");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("redis://host:port"), std::string::npos) << r.err;
+}
+
+TEST(TierServer, StatsAndMetricsReportTheRedisTier) {
+  test::RedisServer redis;
+  test::ServerProcess server({"-m", model(), "--block-size", "16", "--redis", redis.url()});
+  ASSERT_GT(server.port(), 0);
+  httplib::Client c("127.0.0.1", server.port());
+  const std::string body = json{{"prompt", kPrompt}, {"max_tokens", 2}, {"temperature", 0}}.dump();
+  auto r = c.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto stats = c.Get("/stats");
+  ASSERT_TRUE(stats);
+  const json tiers = json::parse(stats->body)["tiers"];
+  ASSERT_EQ(tiers["tiers"].size(), 1u) << tiers.dump();
+  EXPECT_EQ(tiers["tiers"][0]["name"], "redis");
+  EXPECT_EQ(tiers["redis_breaker_state"], "closed");
+  EXPECT_GE(tiers["writes_queued"].get<int>(), 2);
+  EXPECT_EQ(tiers["writes_dropped"], 0);
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::string error;
+  const auto t = test::parse_prometheus_text(metrics->body, error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "closed"}}), 1.0);
+  EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "open"}}), 0.0);
+  EXPECT_GE(t.sum("clmcache_tier_writes_queued_total"), 2.0);
+  EXPECT_EQ(t.sum("clmcache_tier_writes_dropped_total"), 0.0);
+  EXPECT_EQ(t.types.at("clmcache_tier_hit_rate"), "gauge");
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
+TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
+  TierStats s;
+  TierCounters redis;
+  redis.name = "redis";
+  redis.hits = 3;
+  redis.misses = 1;
+  redis.writes = 7;
+  redis.writes_refused = 2;
+  redis.breaker_state = "open";
+  s.tiers.push_back(redis);
+  s.writes_queued = 9;
+  s.writes_dropped = 4;
+  s.writes_pending = 1;
+  s.blocks_promoted = 3;
+  const json j = tiers_json(s);
+  EXPECT_EQ(j["tiers"][0]["hit_rate"], 0.75);
+  EXPECT_EQ(j["tiers"][0]["writes_refused"], 2);
+  EXPECT_EQ(j["writes_dropped"], 4);
+  EXPECT_EQ(j["blocks_promoted"], 3);
+  EXPECT_EQ(j["redis_breaker_state"], "open");
+  EXPECT_TRUE(tiers_json(TierStats{})["redis_breaker_state"].is_null());
+
+  ServerMetrics m;
+  m.update_tiers(s);
+  std::string error;
+  const auto t = test::parse_prometheus_text(m.render(), error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(t.sum("clmcache_tier_hits_total", {{"tier", "redis"}}), 3.0);
+  EXPECT_EQ(t.sum("clmcache_tier_misses_total", {{"tier", "redis"}}), 1.0);
+  EXPECT_EQ(t.sum("clmcache_tier_hit_rate", {{"tier", "redis"}}), 0.75);
+  EXPECT_EQ(t.sum("clmcache_tier_writes_total", {{"tier", "redis"}}), 7.0);
+  EXPECT_EQ(t.sum("clmcache_tier_writes_refused_total", {{"tier", "redis"}}), 2.0);
+  EXPECT_EQ(t.sum("clmcache_tier_writes_dropped_total"), 4.0);
+  EXPECT_EQ(t.sum("clmcache_tier_writes_pending"), 1.0);
+  EXPECT_EQ(t.sum("clmcache_tier_blocks_promoted_total"), 3.0);
+  EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "open"}}), 1.0);
+  EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "closed"}}), 0.0);
+}
+
+}  // namespace
+}  // namespace clm

@@ -1,0 +1,162 @@
+// Engines over a shared Redis (a real redis-server started by the test): a
+// second engine's prefix hit comes from blocks the first one wrote, with
+// bitwise the logits of a cold run (DESIGN promise 1 across tiers); a dead
+// or restarted Redis never fails a request; a full writer queue drops.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+
+#include "engine/engine.h"
+#include "engine/scheduler_rig.h"
+#include "support/redis_server.h"
+#include "tier/redis_tier.h"
+
+namespace clm {
+namespace {
+
+using test::RedisServer;
+
+struct RedisSetup {
+  std::string url;
+  std::shared_ptr<double> clock;  // the breaker's clock, advanced by the test
+};
+
+std::unique_ptr<Engine> make_engine(const RedisSetup* redis, std::size_t queue_mb = 64) {
+  EngineOptions o;
+  o.model_path = test::shared_file("models/stories260K.gguf");
+  o.n_ctx = 256;
+  o.n_threads = 1;
+  o.block_size = 16;
+  o.tier_write_queue_mb = queue_mb;
+  if (redis) {
+    RedisTierOptions r;
+    r.address = *parse_redis_url(redis->url);
+    r.command_timeout_s = 0.3;
+    r.connect_timeout_s = 0.3;
+    r.breaker_cooldown_s = 60.0;
+    r.clock = [c = redis->clock] { return *c; };
+    o.tiers.push_back([r](uint64_t fingerprint, const KvGeometry& g) -> Result<std::unique_ptr<CacheTier>> {
+      auto t = RedisTier::open(r, fingerprint, g);
+      if (!t) return fail(t.error().message);
+      return std::unique_ptr<CacheTier>(std::move(*t));
+    });
+  }
+  auto e = Engine::create(o);
+  EXPECT_TRUE(e) << e.error().message;
+  return e ? std::move(*e) : nullptr;
+}
+
+struct Outcome {
+  std::vector<TokenEvent> events;
+  RequestSummary summary;
+};
+
+Outcome run(Engine& e, const std::vector<int32_t>& prompt) {
+  Outcome out;
+  auto stream = TokenStream::open(e.scheduler(), test::greedy_request(prompt, 4, true));
+  EXPECT_TRUE(stream) << stream.error().message;
+  if (!stream) return out;
+  while (auto ev = (*stream)->next()) out.events.push_back(std::move(*ev));
+  out.summary = (*stream)->summary();
+  return out;
+}
+
+void expect_same_logits(const Outcome& a, const Outcome& b) {
+  ASSERT_EQ(a.events.size(), b.events.size());
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    EXPECT_EQ(a.events[i].id, b.events[i].id) << "step " << i;
+    EXPECT_TRUE(test::bitwise_equal(a.events[i].logits, b.events[i].logits)) << "step " << i;
+  }
+}
+
+
+std::vector<int32_t> prompt_of(Engine& e, int salt) { return test::prompt_of(100, salt, e.model().config().n_vocab); }
+
+TEST(TierEngine, ASecondEngineHitsBlocksTheFirstWroteWithColdLogits) {
+  RedisServer server;
+  RedisSetup redis{server.url(), std::make_shared<double>(0.0)};
+  auto cold_engine = make_engine(nullptr);
+  ASSERT_TRUE(cold_engine);
+  const auto prompt = prompt_of(*cold_engine, 1);
+  const Outcome cold = run(*cold_engine, prompt);
+  EXPECT_EQ(cold.summary.cached_tokens, 0);
+
+  auto first = make_engine(&redis);
+  ASSERT_TRUE(first);
+  const Outcome a = run(*first, prompt);
+  EXPECT_EQ(a.summary.cached_tokens, 0);
+  first->tiers()->flush();
+  const TierStats written = first->cache_stats().tiers;
+  ASSERT_EQ(written.tiers.size(), 1u);
+  EXPECT_EQ(written.tiers[0].name, "redis");
+  EXPECT_GE(written.tiers[0].writes, 6u) << "the prompt's six full blocks";
+  EXPECT_EQ(written.writes_dropped, 0u);
+
+  auto second = make_engine(&redis);
+  ASSERT_TRUE(second);
+  const Outcome b = run(*second, prompt);
+  EXPECT_EQ(b.summary.cached_tokens, 96) << "six blocks of sixteen, promoted from Redis";
+  EXPECT_EQ(b.summary.reuse.prefix, 96);
+  const EngineCacheStats st = second->cache_stats();
+  EXPECT_EQ(st.tiers.blocks_promoted, 6u);
+  EXPECT_EQ(st.tiers.tiers[0].hits, 6u);
+  EXPECT_EQ(st.tiers.tiers[0].breaker_state, "closed");
+  EXPECT_EQ(st.scheduler.prompt_tokens_computed, 4u);
+  expect_same_logits(cold, a);
+  expect_same_logits(cold, b);
+
+  // Resident in RAM now: a repeat asks Redis for nothing.
+  const Outcome again = run(*second, prompt);
+  EXPECT_EQ(second->cache_stats().tiers.tiers[0].hits, 6u);
+  EXPECT_EQ(again.summary.cached_tokens, 99);
+}
+
+TEST(TierEngine, ADeadRedisNeverFailsARequestAndARestartedOneIsUsedAgain) {
+  RedisServer server;
+  RedisSetup redis{server.url(), std::make_shared<double>(0.0)};
+  auto engine = make_engine(&redis);
+  ASSERT_TRUE(engine);
+  auto cold_engine = make_engine(nullptr);
+  const auto p1 = prompt_of(*engine, 2);
+  const auto p2 = prompt_of(*engine, 3);
+  server.kill();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome r1 = run(*engine, p1);
+  const Outcome r2 = run(*engine, p2);
+  engine->tiers()->flush();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  EXPECT_EQ(r1.summary.stop_reason, "length");
+  EXPECT_EQ(r2.summary.stop_reason, "length");
+  expect_same_logits(run(*cold_engine, p1), r1);
+  TierStats s = engine->cache_stats().tiers;
+  EXPECT_EQ(s.tiers[0].breaker_state, "open");
+  EXPECT_EQ(s.tiers[0].writes, 0u);
+  EXPECT_GE(s.tiers[0].writes_refused, 12u) << "both prompts' blocks, skipped";
+
+  ASSERT_TRUE(server.start());
+  *redis.clock += 61.0;  // the cool-down is over
+  const auto p3 = prompt_of(*engine, 4);
+  const Outcome r3 = run(*engine, p3);
+  engine->tiers()->flush();
+  s = engine->cache_stats().tiers;
+  EXPECT_EQ(s.tiers[0].breaker_state, "closed");
+  EXPECT_GE(s.tiers[0].writes, 6u);
+  EXPECT_EQ(r3.summary.stop_reason, "length");
+}
+
+TEST(TierEngine, AFullWriterQueueDropsAndCountsWithoutBlocking) {
+  RedisServer server;
+  RedisSetup redis{server.url(), std::make_shared<double>(0.0)};
+  auto engine = make_engine(&redis, 0);  // no room at all: every write is dropped
+  ASSERT_TRUE(engine);
+  const Outcome r = run(*engine, prompt_of(*engine, 5));
+  EXPECT_EQ(r.summary.stop_reason, "length");
+  const TierStats s = engine->cache_stats().tiers;
+  EXPECT_GE(s.writes_dropped, 6u);
+  EXPECT_EQ(s.writes_queued, 0u);
+  EXPECT_EQ(server.command({"DBSIZE"}), "0");
+}
+
+}  // namespace
+}  // namespace clm

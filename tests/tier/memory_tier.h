@@ -1,0 +1,66 @@
+// An in-memory CacheTier for the tests of what sits above the tiers (the
+// writer, the tier set, adoption): entries in a map, with switches that
+// make put() block until released, and counters of calls.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+#include "tier/cache_tier.h"
+
+namespace clm::test {
+
+class MemoryTier : public CacheTier {
+ public:
+  explicit MemoryTier(std::string name = "memory") : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::size_t exists(std::span<const BlockKey> chain) override {
+    std::lock_guard lock(mu_);
+    std::size_t n = 0;
+    while (n < chain.size() && entries_.count(chain[n]) != 0) ++n;
+    return n;
+  }
+  std::optional<TierEntry> get(BlockKey key) override {
+    std::lock_guard lock(mu_);
+    ++gets_;
+    const auto it = entries_.find(key);
+    if (it == entries_.end()) return std::nullopt;
+    return it->second;
+  }
+  bool put(const TierEntry& entry) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !blocked_; });
+    entries_[entry.key] = entry;
+    return true;
+  }
+  void remove(BlockKey key) override {
+    std::lock_guard lock(mu_);
+    entries_.erase(key);
+  }
+  void block_puts(bool blocked) {
+    {
+      std::lock_guard lock(mu_);
+      blocked_ = blocked;
+    }
+    cv_.notify_all();
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return entries_.size();
+  }
+  int gets() const {
+    std::lock_guard lock(mu_);
+    return gets_;
+  }
+
+ private:
+  std::string name_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<BlockKey, TierEntry> entries_;
+  bool blocked_ = false;
+  int gets_ = 0;
+};
+
+}  // namespace clm::test
