@@ -1,10 +1,24 @@
 #include "app/tier_flags.h"
 
+#include "tier/open_cache_tier.h"
 #include "tier/redis_tier.h"
 
 namespace clm {
 
 void add_tier_flags(CLI::App& cmd, TierFlags& f) {
+  cmd.add_option("--disk-cache", f.disk_cache,
+                 "keep computed KV blocks across restarts in this directory, or in one SQLite file with "
+                 "sqlite:FILE (a cache tier below RAM)");
+  cmd.add_option("--disk-cache-max-gb", f.disk_cache_max_gb,
+                 "size cap of the disk cache in GB; least recently used entries go first (0: no cap)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd.add_option("--min-free-space-gb", f.min_free_space_gb,
+                 "a disk cache write never leaves less than this free on its filesystem")
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
+  cmd.add_option("--disk-cache-ttl", f.disk_cache_ttl_s, "seconds a disk cache entry lives without being read")
+      ->check(CLI::Range(1.0, 1e9))
+      ->capture_default_str();
   cmd.add_option("--redis", f.redis_url,
                  "share computed KV blocks through Redis at redis://host:port[/db] (a cache tier below RAM)");
   cmd.add_option("--redis-ttl", f.redis_ttl_s, "seconds a block written to Redis lives there")
@@ -13,7 +27,19 @@ void add_tier_flags(CLI::App& cmd, TierFlags& f) {
 
 Result<std::vector<TierFactory>> tier_factories(const TierFlags& f) {
   std::vector<TierFactory> tiers;
-  // Fastest first: a local disk cache would go here, before Redis.
+  // Fastest first: the local disk before Redis.
+  if (!f.disk_cache.empty()) {
+    DiskTierOptions options;
+    options.max_bytes = static_cast<uint64_t>(f.disk_cache_max_gb * 1e9);
+    options.min_free_bytes = static_cast<uint64_t>(f.min_free_space_gb * 1e9);
+    options.ttl_s = static_cast<int64_t>(f.disk_cache_ttl_s);
+    const std::string spec = f.disk_cache;
+    tiers.push_back([spec, options](uint64_t fingerprint, const KvGeometry& geometry) {
+      auto tier = open_cache_tier(spec, fingerprint, geometry, options);
+      if (!tier) return Result<std::unique_ptr<CacheTier>>(fail("--disk-cache " + spec + ": " + tier.error().message));
+      return tier;
+    });
+  }
   if (!f.redis_url.empty()) {
     auto address = parse_redis_url(f.redis_url);
     if (!address) return fail("--redis: " + address.error().message);

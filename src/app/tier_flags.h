@@ -1,7 +1,7 @@
 // The flags of the storage tiers below RAM, shared by run, chat and serve:
-// --redis URL and --redis-ttl SECONDS. Turned into the engine's ordered tier
-// factories (fastest first). The disk cache (--disk-cache, a local tier) is
-// to be added in front of Redis in tier_factories().
+// --disk-cache SPEC (a directory, or sqlite:FILE) with its limits, and
+// --redis URL with --redis-ttl. Turned into the engine's ordered tier
+// factories, fastest first: the local disk before Redis.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,6 +15,10 @@
 namespace clm {
 
 struct TierFlags {
+  std::string disk_cache;  // empty: no disk tier
+  double disk_cache_max_gb = 0;   // 0: no size cap
+  double min_free_space_gb = 5;
+  double disk_cache_ttl_s = 7 * 24 * 3600;
   std::string redis_url;  // empty: no Redis tier
   int redis_ttl_s = 3600;
 };
