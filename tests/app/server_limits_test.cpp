@@ -70,6 +70,12 @@ TEST(ServerLimits, ChunkedBodyOverTheLimitIs413AndMemoryStaysBounded) {
 }
 
 TEST(ServerLimits, MemoryReturnsAfterABurst) {
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer replaces malloc with its own allocator, which keeps
+  // freed memory in quarantine and ignores malloc_trim: there is nothing of
+  // the server's trimming to measure in that build. The Release suite runs it.
+  GTEST_SKIP() << "RSS trimming is glibc malloc's; this build uses ASan's allocator";
+#endif
   test::ServerProcess server(model_args());
   ASSERT_GT(server.port(), 0);
   const int port = server.port();
