@@ -1,10 +1,10 @@
 #include "evict_cases.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "case_file.h"
 
 namespace clm {
 
@@ -67,14 +67,7 @@ Result<EvictCaseSet> parse_evict_cases(std::string_view json_text) {
 }
 
 Result<EvictCaseSet> load_evict_cases(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read cases file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto set = parse_evict_cases(ss.str());
-  if (!set) return fail("cases file " + path + ": " + set.error().message);
-  if (set->name.empty()) set->name = path;
-  return set;
+  return load_case_file<EvictCaseSet>(path, [](const std::string& text) { return parse_evict_cases(text); });
 }
 
 }  // namespace clm

@@ -1,10 +1,10 @@
 #include "reuse_cases.h"
 
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "case_file.h"
 
 namespace clm {
 
@@ -92,14 +92,7 @@ Result<ReuseCaseSet> parse_reuse_cases(std::string_view json_text) {
 }
 
 Result<ReuseCaseSet> load_reuse_cases(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read cases file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto set = parse_reuse_cases(ss.str());
-  if (!set) return fail("cases file " + path + ": " + set.error().message);
-  if (set->name.empty()) set->name = path;
-  return set;
+  return load_case_file<ReuseCaseSet>(path, [](const std::string& text) { return parse_reuse_cases(text); });
 }
 
 }  // namespace clm
