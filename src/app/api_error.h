@@ -15,7 +15,7 @@
 namespace clm {
 
 // 400 for a bad request or a prompt over the context, 401, 404, 405, 413,
-// 414, 416, 422 (unsupported), 429 (overloaded), 431, 500, 503 (unavailable).
+// 414, 422 (unsupported), 429 (overloaded), 431, 500, 503 (unavailable).
 int http_status(ErrorKind kind);
 // "server_error" for what is the server's doing (internal, overloaded,
 // unavailable), else "invalid_request_error".

@@ -25,7 +25,6 @@ enum class ErrorKind {
   Unavailable,          // shutting down or stopped
   UriTooLong,           // a request line over the limit
   HeadersTooLarge,      // request headers over the limit
-  RangeNotSatisfiable,  // a Range header that cannot be served
 };
 
 struct Error {

@@ -18,7 +18,7 @@ TEST(ApiError, EveryKindHasItsStatusAndType) {
   const std::pair<ErrorKind, int> statuses[] = {
       {ErrorKind::InvalidRequest, 400}, {ErrorKind::ContextExceeded, 400}, {ErrorKind::Unauthorized, 401}, {ErrorKind::Forbidden, 403},
       {ErrorKind::NotFound, 404},       {ErrorKind::MethodNotAllowed, 405}, {ErrorKind::TooLarge, 413},
-      {ErrorKind::UriTooLong, 414},     {ErrorKind::RangeNotSatisfiable, 416}, {ErrorKind::Unsupported, 422},
+      {ErrorKind::UriTooLong, 414},     {ErrorKind::Unsupported, 422},
       {ErrorKind::Overloaded, 429},     {ErrorKind::HeadersTooLarge, 431}, {ErrorKind::Internal, 500},
       {ErrorKind::Unavailable, 503}};
   for (const auto& [kind, status] : statuses) {
