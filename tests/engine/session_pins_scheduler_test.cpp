@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "engine/engine.h"
 #include "engine/scheduler.h"
 #include "scheduler_rig.h"
 
@@ -85,6 +86,18 @@ TEST(SessionPinsScheduler, AnIdleStartedSchedulerUnpinsOnTime) {
   EXPECT_GE(waited(), 0.3);
   EXPECT_LT(waited(), 5.0);
   rig.scheduler->stop();
+}
+
+TEST(SessionPinsScheduler, AShareOutsideZeroToOneIsRefused) {
+  for (double share : {-0.1, 1.5}) {
+    EngineOptions o;
+    o.model_path = test::shared_file("models/stories260K.gguf");
+    o.session_pin_max_share = share;
+    auto engine = Engine::create(o);
+    ASSERT_FALSE(engine);
+    EXPECT_NE(engine.error().message.find("session pin share must be in [0, 1]"), std::string::npos)
+        << engine.error().message;
+  }
 }
 
 }  // namespace
