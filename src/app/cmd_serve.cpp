@@ -2,6 +2,7 @@
 // ServerOptions and EngineOptions, starts the scheduler loop, and turns
 // SIGTERM/SIGINT into a graceful shutdown that exits 0.
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "app/cli_flags.h"
 #include "app/commands.h"
 #include "app/http_server.h"
+#include "app/session_hooks.h"
+#include "tier/session_archive.h"
 
 namespace clm {
 
@@ -25,6 +28,7 @@ struct ServeFlags {
   ServerOptions server;
   ChatTemplateFlags chat;
   double shutdown_grace_s = 10.0;
+  bool persist_sessions = false;  // --persist-sessions: sessions kept beside the disk cache
 };
 
 std::string model_id_of(const std::string& path) {
@@ -71,6 +75,11 @@ int serve(ServeFlags& f) {
   std::signal(SIGPIPE, SIG_IGN);
   std::signal(SIGHUP, SIG_IGN);
   raise_open_file_limit(f.server.limits);
+  if (f.persist_sessions && f.engine.tiers.disk_cache.empty()) {
+    std::fprintf(stderr, "clmcache: --persist-sessions needs --disk-cache (sessions are kept beside the disk cache, "
+                         "whose blocks they resume from)\n");
+    return 1;
+  }
 
   auto engine = load_engine(f.engine);
   if (!engine) return 1;
@@ -85,7 +94,28 @@ int serve(ServeFlags& f) {
     f.server.limits.max_prompt_bytes =
         static_cast<std::size_t>(engine->options().n_ctx) * longest_token_bytes(engine->model().tokenizer());
 
+  // Declared before the server, whose sessions tell it of every change.
+  std::unique_ptr<SessionArchive> archive;
+  std::unique_ptr<SessionSaver> saver;
   HttpServer server(*engine, f.server, *renderer);
+  if (f.persist_sessions) {
+    const std::string path = SessionArchive::path_for(f.engine.tiers.disk_cache);
+    auto opened = SessionArchive::open(path);
+    if (!opened) {
+      std::fprintf(stderr, "clmcache: %s\n", opened.error().message.c_str());
+      return 1;
+    }
+    archive = std::move(*opened);
+    const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+    SessionStore& sessions = server.context().sessions;
+    saver = std::make_unique<SessionSaver>(*archive);
+    sessions.add_observer(saver.get());
+    const std::size_t restored =
+        sessions.restore(archive->load(f.server.session_timeout_s, now_ms), engine->model().tokenizer(), now_ms);
+    std::fprintf(stderr, "clmcache: %zu saved session(s) resumed from %s\n", restored, path.c_str());
+  }
   auto port = server.bind();
   if (!port) {
     std::fprintf(stderr, "clmcache: %s\n", port.error().message.c_str());
@@ -129,6 +159,13 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--session-timeout", s.session_timeout_s,
                   "seconds a session_id's last turn is remembered for reuse")
       ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--session-pin-max-share", flags->engine.options.session_pin_max_share,
+                  "most of the KV pool sessions may pin (0..1); beyond it the least recently used session is "
+                  "unpinned (0: sessions pin nothing)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_flag("--persist-sessions", flags->persist_sessions,
+                "keep sessions beside --disk-cache and resume them after a restart (needs --disk-cache)");
   cmd->add_option("--max-tokens", s.defaults.max_tokens, "tokens to generate when a request does not say")
       ->check(CLI::Range(1, 1 << 24));
   add_http_limit_flags(*cmd, s.limits);

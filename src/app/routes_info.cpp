@@ -73,7 +73,12 @@ json scheduler_json(const SchedulerStats& s) {
           {"prefill_flops", s.prefill_flops},
           {"ttft_p50_s", s.ttft_p50_s},
           {"ttft_p95_s", s.ttft_p95_s},
-          {"tokens_per_second", s.tokens_per_second}};
+          {"tokens_per_second", s.tokens_per_second},
+          {"session_pins",
+           {{"sessions", s.session_pins.sessions},
+            {"blocks", s.session_pins.blocks},
+            {"expired", s.session_pins.expired},
+            {"released_for_room", s.session_pins.released_for_room}}}};
 }
 
 }  // namespace

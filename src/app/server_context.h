@@ -11,6 +11,7 @@
 #include "app/http_limits.h"
 #include "app/openai_request.h"
 #include "app/server_metrics.h"
+#include "app/session_hooks.h"
 #include "engine/engine.h"
 #include "engine/session_store.h"
 #include "model/chat_renderer.h"
@@ -32,12 +33,19 @@ struct ServerOptions {
 
 struct ServerContext {
   ServerContext(Engine& e, ServerOptions o, ChatRenderer c)
-      : engine(e), options(std::move(o)), chat(std::move(c)), sessions(options.session_timeout_s) {}
+      : engine(e),
+        options(std::move(o)),
+        chat(std::move(c)),
+        pinner(e.scheduler(), options.session_timeout_s),
+        sessions(options.session_timeout_s) {
+    sessions.add_observer(&pinner);
+  }
 
   Engine& engine;
   const ServerOptions options;
   const ChatRenderer chat;  // how chat messages become the prompt
   ServerMetrics metrics;
+  SessionPinner pinner;  // a session's last turn stays pinned in RAM for its timeout
   SessionStore sessions;
   std::atomic<bool> draining{false};  // shutting down: new generations get 503
   std::atomic<int> in_flight{0};      // generations not yet finished

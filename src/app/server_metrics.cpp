@@ -39,6 +39,11 @@ ServerMetrics::ServerMetrics() {
                    "prompt tokens run through blend's first pass (layer 0 and the next layer's K/V projections)");
   r.define_counter("clmcache_blend_recomputed_tokens_total", "copied prompt tokens blend chose to recompute");
   r.define_counter("clmcache_prefill_flops_total", "arithmetic finished requests' prompts cost, blend probes included");
+  r.define_gauge("clmcache_session_pinned_sessions", "sessions whose last turn is pinned in RAM");
+  r.define_gauge("clmcache_session_pinned_blocks", "distinct KV blocks pinned by sessions (not evictable)");
+  r.define_counter("clmcache_session_pins_expired_total", "session pins dropped at --session-timeout");
+  r.define_counter("clmcache_session_pins_released_total",
+                   "session pins given up for room: the --session-pin-max-share bound, or a request needing it");
   define_tier_metrics(r);
 }
 
@@ -86,6 +91,11 @@ void ServerMetrics::update_scheduler(const SchedulerStats& s) {
     registry_.set_counter("clmcache_requests_preempted_total",
                           {{"cause", std::string(to_string(static_cast<PreemptCause>(i)))}},
                           static_cast<double>(s.preempted_by[i]));
+  registry_.set("clmcache_session_pinned_sessions", {}, static_cast<double>(s.session_pins.sessions));
+  registry_.set("clmcache_session_pinned_blocks", {}, static_cast<double>(s.session_pins.blocks));
+  registry_.set_counter("clmcache_session_pins_expired_total", {}, static_cast<double>(s.session_pins.expired));
+  registry_.set_counter("clmcache_session_pins_released_total", {},
+                        static_cast<double>(s.session_pins.released_for_room));
 }
 
 void ServerMetrics::update_tiers(const TierStats& s) { update_tier_metrics(registry_, s); }

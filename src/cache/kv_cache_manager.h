@@ -164,6 +164,15 @@ class KvCacheManager {
   // were adopted. Copies bytes only: no I/O.
   std::size_t adopt(std::span<const int32_t> prompt, uint64_t cache_namespace, std::span<const TierEntry> entries);
 
+  // Session pins (engine/session_pins.h): takes a reference on each resident
+  // exact prefix block of `tokens`, first block first, at most max_blocks,
+  // so that none of them is evictable until release_held(). Returns the
+  // blocks held (the leading part of the chain that is resident).
+  std::vector<BlockId> hold_prefix(std::span<const int32_t> tokens, uint64_t cache_namespace, std::size_t max_blocks);
+  // Drops the references hold_prefix() took, leaves first; the blocks stay
+  // cached, evictable again.
+  void release_held(std::span<const BlockId> blocks);
+
   CacheStats stats() const;
   // n tokens a plan copied were recomputed after all (blend): counted as
   // recomputed, no longer as shifted.

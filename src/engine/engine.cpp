@@ -26,6 +26,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (!(options.reuse.blend_ratio >= 0.0f && options.reuse.blend_ratio <= 1.0f))
     return fail("blend ratio must be in [0, 1]");
   if (options.reuse.blend_layer < 1) return fail("blend layer must be at least 1");
+  if (!(options.session_pin_max_share >= 0.0 && options.session_pin_max_share <= 1.0))
+    return fail("session pin share must be in [0, 1]");
 
   std::shared_ptr<const PromptTyper> typer = PromptTyper::with_default_rules();
   if (!options.split_rules.empty()) {
@@ -87,6 +89,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.reuse = options.reuse;
   sched.typer = std::move(typer);
   sched.tiers = e->tiers_.get();
+  sched.session_pins.max_share = options.session_pin_max_share;
   if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;

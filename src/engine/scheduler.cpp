@@ -103,7 +103,12 @@ struct Scheduler::Sequence {
 };
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
-    : model_(model), cache_(cache), threads_(threads), options_(options), flops_(model.config()) {
+    : model_(model),
+      cache_(cache),
+      threads_(threads),
+      options_(options),
+      flops_(model.config()),
+      pins_(cache, options.session_pins) {
   if (!options_.typer) options_.typer = PromptTyper::with_default_rules();
   CLM_CHECK(options_.max_batch_tokens > 0, "max_batch_tokens must be positive");
   CLM_CHECK(options_.max_running > 0, "max_running must be positive");
@@ -174,6 +179,37 @@ void Scheduler::cancel(RequestId id, CancelCause cause) {
   wake_.notify_all();
 }
 
+void Scheduler::pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s) {
+  if (tokens.empty()) return unpin_session(std::move(id));
+  {
+    std::lock_guard lock(mu_);
+    pin_calls_.push_back({std::move(id), std::move(tokens), cache_namespace, hold_s});
+  }
+  wake_.notify_all();
+}
+
+void Scheduler::unpin_session(std::string id) {
+  {
+    std::lock_guard lock(mu_);
+    pin_calls_.push_back({std::move(id), {}, 0, 0.0});
+  }
+  wake_.notify_all();
+}
+
+bool Scheduler::apply_session_pins() {
+  std::vector<PinCall> calls;
+  {
+    std::lock_guard lock(mu_);
+    calls.swap(pin_calls_);
+  }
+  for (const PinCall& c : calls) {
+    if (c.tokens.empty()) pins_.unpin(c.session);
+    else pins_.pin(c.session, c.tokens, c.cache_namespace, c.hold_s);
+  }
+  pins_.expire();
+  return !calls.empty();
+}
+
 bool Scheduler::started() const {
   std::lock_guard lock(mu_);
   return started_;
@@ -201,19 +237,35 @@ void Scheduler::stop() {
     started_ = false;
   } else {
     cancel_all();
+    pins_.clear();
   }
+}
+
+void Scheduler::wait_for_work(std::unique_lock<std::mutex>& lock) {
+  auto has_work = [&] {
+    return stopping_ || !queue_.empty() || !cancelled_.empty() || !pin_calls_.empty() || !running_.empty();
+  };
+  // An idle server still unpins sessions on time: it wakes when the next
+  // pin expires.
+  const std::optional<double> deadline = pins_.next_deadline();
+  if (!deadline) {
+    wake_.wait(lock, has_work);
+    return;
+  }
+  wake_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, *deadline - pins_.now())), has_work);
 }
 
 void Scheduler::loop() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !cancelled_.empty() || !running_.empty(); });
+      wait_for_work(lock);
       if (stopping_) break;
     }
     step_once();
   }
   cancel_all();
+  pins_.clear();
 }
 
 bool Scheduler::step() {
@@ -225,7 +277,7 @@ void Scheduler::run_until_idle() {
   for (;;) {
     {
       std::lock_guard lock(mu_);
-      if (queue_.empty() && cancelled_.empty() && running_.empty()) return;
+      if (queue_.empty() && cancelled_.empty() && pin_calls_.empty() && running_.empty()) return;
     }
     // Every admissible request fits an empty pool, so a step always progresses.
     CLM_CHECK(step(), "scheduler made no progress with work pending");
@@ -240,6 +292,7 @@ bool Scheduler::step_once() {
     finished_before = stats_.requests_finished;
   }
   apply_cancellations();
+  const bool pins_changed = apply_session_pins();
   // Expired cached blocks go before admission so their room is usable now.
   // A sweep walks the idle lists, so it runs at most once a second.
   if (t0 - last_sweep_ >= std::chrono::seconds(1)) {
@@ -249,7 +302,7 @@ bool Scheduler::step_once() {
   const std::size_t running_before = running_.size();
   promote_queued();
   admit();
-  bool progressed = running_.size() != running_before;
+  bool progressed = running_.size() != running_before || pins_changed;
 
   Batch batch;
   batch.probe_layer = std::clamp(options_.reuse.blend_layer, 1, std::max(1, model_.config().n_layers - 1));
@@ -292,6 +345,7 @@ bool Scheduler::step_once() {
   stats_.running = static_cast<int>(running_.size());
   stats_.queued = static_cast<int>(queue_.size());
   cache_stats_ = cache_.stats();
+  stats_.session_pins = pins_.stats();
   if (progressed) busy_s_ += seconds_between(t0, Clock::now());
   return progressed;
 }
@@ -362,6 +416,10 @@ void Scheduler::admit() {
       // they are copied, are what does not fit. Take the shared blocks alone.
       plan = plan.shared_blocks_only(s.n_prompt, cache_.pool().geometry().block_size);
       applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
+      // Pinned conversations give way, oldest first, to a request that
+      // cannot get room any other way.
+      while (applied == ApplyStatus::NoRoom && pins_.release_oldest())
+        applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
     }
     CLM_CHECK(applied != ApplyStatus::Stale, "a plan went stale before it was applied");
     if (applied == ApplyStatus::NoRoom) break;
@@ -401,7 +459,9 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.finished || !s.has_pending || budget == 0) continue;
-    if (!cache_.reserve(s.kv, 1)) {
+    bool room = static_cast<bool>(cache_.reserve(s.kv, 1));
+    while (!room && pins_.release_oldest()) room = static_cast<bool>(cache_.reserve(s.kv, 1));
+    if (!room) {
       // Preemption policy: the sequence that cannot grow ends here; what it
       // produced stands, and its blocks make room for the others.
       s.preempt_cause = PreemptCause::KvCacheFull;

@@ -32,6 +32,7 @@
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
 #include "engine/prompt_typer.h"
+#include "engine/session_pins.h"
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
@@ -58,6 +59,9 @@ struct SchedulerOptions {
   // prefix blocks from them on the caller's thread; the stepping thread
   // copies them into the pool before admission (promote_queued).
   TierSet* tiers = nullptr;
+  // Conversations' pinned prefixes (engine/session_pins.h): their share
+  // bound. A request that cannot get room otherwise takes it from the pins.
+  SessionPinOptions session_pins;
 };
 
 struct Request {
@@ -135,6 +139,7 @@ struct SchedulerStats {
   double ttft_p50_s = 0.0;
   double ttft_p95_s = 0.0;
   double tokens_per_second = 0.0;  // generated tokens over time spent stepping
+  SessionPinStats session_pins;    // pinned conversations and the blocks they hold
 };
 
 // What the scheduler holds for one running sequence, for tests and
@@ -165,6 +170,12 @@ class Scheduler {
   // "cancelled" with the cause. A request that has already ended is not
   // counted again.
   void cancel(RequestId id, CancelCause cause = CancelCause::Client);
+  // Session pins, applied on the stepping thread at its next step: keep the
+  // resident exact prefix of `tokens` (a conversation's last turn) in RAM
+  // for hold_s seconds under session `id`, replacing its previous pin; or
+  // drop the pin. Pins go when the scheduler stops.
+  void pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s);
+  void unpin_session(std::string id);
 
   // Runs the loop on a background thread until stop(); it sleeps while
   // there is nothing to do. A no-op once stopped.
@@ -204,6 +215,11 @@ class Scheduler {
   };
   bool step_once();
   void apply_cancellations();
+  // Applies the posted pin_session/unpin_session calls and drops expired
+  // pins; returns whether a posted call was applied.
+  bool apply_session_pins();
+  // The loop's wait: until there is work, or the next pin expires.
+  void wait_for_work(std::unique_lock<std::mutex>& lock);
   // Adopts the tier entries submit() fetched for the sequences that may be
   // admitted now (outside the lock: it copies block bytes).
   void promote_queued();
@@ -239,6 +255,13 @@ class Scheduler {
   // Guarded by mu_.
   std::deque<SequencePtr> queue_;
   std::vector<std::pair<RequestId, CancelCause>> cancelled_;
+  struct PinCall {
+    std::string session;
+    std::vector<int32_t> tokens;  // empty: unpin
+    uint64_t cache_namespace = 0;
+    double hold_s = 0.0;
+  };
+  std::vector<PinCall> pin_calls_;
   RequestId next_id_ = 1;
   bool stopping_ = false;
   bool started_ = false;
@@ -255,6 +278,7 @@ class Scheduler {
   std::vector<float> logits_;  // [n_outputs][n_vocab] of the last forward call
   std::vector<float> deviation_;  // [n_probes] of the last forward call
   PrefillFlops flops_;
+  SessionPins pins_;
 };
 
 // A blocking iterator over one request's tokens, for callers that prefer to

@@ -1,6 +1,8 @@
 #include "engine/session_store.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 namespace clm {
 
@@ -12,8 +14,28 @@ double SessionStore::now() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+namespace {
+int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
 void SessionStore::sweep_locked(double t) {
-  std::erase_if(sessions_, [&](const auto& kv) { return t - kv.second.last_used > timeout_s_; });
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    auto here = it++;
+    if (t - here->second.last_used > timeout_s_) forget_locked(here);
+  }
+}
+
+void SessionStore::forget_locked(std::unordered_map<std::string, Turn>::iterator it) {
+  for (SessionObserver* o : observers_) o->session_forgotten(it->first);
+  sessions_.erase(it);
+}
+
+void SessionStore::add_observer(SessionObserver* observer) {
+  std::lock_guard lock(mu_);
+  observers_.push_back(observer);
 }
 
 SessionPrompt SessionStore::prompt_tokens(const std::string& id, const std::string& text, const Tokenizer& tok) {
@@ -62,9 +84,44 @@ void SessionStore::remember(const std::string& id, std::string text, std::vector
     auto oldest = sessions_.begin();
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
       if (it->second.last_used < oldest->second.last_used) oldest = it;
-    sessions_.erase(oldest);
+    forget_locked(oldest);
   }
-  sessions_[id] = Turn{std::move(text), std::move(tokens), t};
+  Turn& turn = sessions_[id];
+  turn = Turn{std::move(text), std::move(tokens), t};
+  if (observers_.empty()) return;
+  const SessionRecord record{id, turn.text, turn.tokens, unix_ms_now()};
+  for (SessionObserver* o : observers_) o->session_remembered(record);
+}
+
+std::size_t SessionStore::restore(std::vector<SessionRecord> records, const Tokenizer& tok, int64_t now_unix_ms) {
+  std::lock_guard lock(mu_);
+  const double t = now();
+  std::size_t restored = 0;
+  // Newest first: when there are more than the store holds, the oldest stay out.
+  std::sort(records.begin(), records.end(),
+            [](const SessionRecord& a, const SessionRecord& b) { return a.last_used_unix_ms > b.last_used_unix_ms; });
+  for (SessionRecord& r : records) {
+    const double age_s = static_cast<double>(now_unix_ms - r.last_used_unix_ms) / 1000.0;
+    bool intact = !r.id.empty() && !r.tokens.empty();
+    for (int32_t id : r.tokens) intact = intact && id >= 0 && id < tok.n_vocab();
+    intact = intact && tok.decode(r.tokens) == r.text;
+    if (!intact) {
+      std::fprintf(stderr,
+                   "clmcache: skipped a damaged session (id of %zu bytes): its tokens are not this model's or do "
+                   "not decode to its text\n",
+                   r.id.size());
+    }
+    if (!intact || age_s > timeout_s_) {
+      for (SessionObserver* o : observers_) o->session_forgotten(r.id);
+      continue;
+    }
+    if (!sessions_.contains(r.id) && sessions_.size() >= max_sessions_) break;
+    // A clock that runs backwards between the two processes makes no
+    // session younger than now.
+    sessions_[r.id] = Turn{std::move(r.text), std::move(r.tokens), t - std::max(0.0, age_s)};
+    ++restored;
+  }
+  return restored;
 }
 
 std::size_t SessionStore::size() {

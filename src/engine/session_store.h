@@ -5,8 +5,8 @@
 // which breaks the cached prefix right where the reply starts. Reusing the
 // remembered ids keeps the whole history a prefix hit. A reuse is only made
 // when it decodes to exactly the text a fresh encoding decodes to.
-// Thread-safe. It holds token ids only, never KV blocks: eviction still
-// decides what stays resident.
+// Thread-safe. It holds token ids only, never KV blocks; observers (the
+// server's session pins and its archive) are told of every change.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +17,24 @@
 #include <vector>
 
 #include "model/tokenizer.h"
+#include "tier/session_record.h"
 
 namespace clm {
 
 struct SessionPrompt {
   std::vector<int32_t> tokens;
   int reused_tokens = 0;  // leading tokens taken from the session's last turn
+};
+
+// Told of every change, in order, under the store's lock: it must only hand
+// the news over (queue it), never block or call the store back.
+class SessionObserver {
+ public:
+  virtual ~SessionObserver() = default;
+  // A session's latest turn (a new session, or the next turn of one).
+  virtual void session_remembered(const SessionRecord& turn) = 0;
+  // Expired, pushed out by newer sessions, or restored damaged.
+  virtual void session_forgotten(const std::string& id) = 0;
 };
 
 class SessionStore {
@@ -41,6 +53,14 @@ class SessionStore {
   // Stores the session's latest turn: `text` is what `tokens` decode to.
   void remember(const std::string& id, std::string text, std::vector<int32_t> tokens);
   std::size_t size();
+  // Not owned; must outlive the store. Add observers before use.
+  void add_observer(SessionObserver* observer);
+  // Sessions kept by an earlier process (SessionArchive::load), aged by
+  // their wall-clock last use against now_unix_ms. A record whose ids are
+  // outside the vocabulary or do not decode to its text is skipped with one
+  // log line (and forgotten); so is an expired one, silently. Returns how
+  // many were restored.
+  std::size_t restore(std::vector<SessionRecord> records, const Tokenizer& tokenizer, int64_t now_unix_ms);
 
  private:
   struct Turn {
@@ -49,6 +69,7 @@ class SessionStore {
     double last_used = 0.0;
   };
   void sweep_locked(double now);
+  void forget_locked(std::unordered_map<std::string, Turn>::iterator it);
   double now() const;
 
   double timeout_s_;
@@ -56,6 +77,7 @@ class SessionStore {
   std::function<double()> clock_;
   std::mutex mu_;
   std::unordered_map<std::string, Turn> sessions_;
+  std::vector<SessionObserver*> observers_;
 };
 
 }  // namespace clm

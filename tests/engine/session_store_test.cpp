@@ -3,6 +3,8 @@
 // and sessions expire.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "engine/session_store.h"
 #include "model/gguf.h"
 #include "support/test_paths.h"
@@ -70,6 +72,70 @@ TEST_F(SessionStoreTest, ExpiresAndCaps) {
   EXPECT_EQ(store.prompt_tokens("a", "xx", *tok_).reused_tokens, 0);
   now_ += 20;
   EXPECT_EQ(store.size(), 0u);
+}
+
+// Records what the store tells its observers, in order.
+struct RecordingObserver : SessionObserver {
+  std::vector<std::string> events;
+  void session_remembered(const SessionRecord& turn) override {
+    events.push_back("+" + turn.id + ":" + std::to_string(turn.tokens.size()));
+  }
+  void session_forgotten(const std::string& id) override { events.push_back("-" + id); }
+};
+
+TEST_F(SessionStoreTest, ObserversHearEveryTurnAndEveryForgottenSession) {
+  SessionStore store(10, 2, clock());
+  RecordingObserver seen;
+  store.add_observer(&seen);
+  store.remember("a", "x", {1});
+  store.remember("a", "xy", {1, 2});  // its next turn
+  now_ += 1;
+  store.remember("b", "y", {2});
+  now_ += 1;
+  store.remember("c", "z", {3});  // full: "a" goes
+  now_ += 20;
+  EXPECT_EQ(store.size(), 0u);  // timed out
+  ASSERT_EQ(seen.events.size(), 7u);
+  EXPECT_EQ(seen.events[0], "+a:1");
+  EXPECT_EQ(seen.events[1], "+a:2");
+  EXPECT_EQ(seen.events[2], "+b:1");
+  EXPECT_EQ(seen.events[3], "-a");
+  EXPECT_EQ(seen.events[4], "+c:1");
+  std::vector<std::string> expired(seen.events.begin() + 5, seen.events.end());
+  std::sort(expired.begin(), expired.end());
+  EXPECT_EQ(expired, (std::vector<std::string>{"-b", "-c"}));
+}
+
+TEST_F(SessionStoreTest, RestoredSessionsAreReusedAndDamagedOnesSkipped) {
+  const std::string text = "User: Hi\nAssistant: Hello";
+  const std::vector<int32_t> ids = tok_->encode(text, true, true);
+  const int64_t now_ms = 1'800'000'000'000;
+  std::vector<SessionRecord> saved = {
+      {"kept", text, ids, now_ms - 5'000},
+      {"expired", text, ids, now_ms - 100'000},
+      {"wrong-text", text + "!", ids, now_ms - 1'000},
+      {"out-of-vocabulary", text, {1, tok_->n_vocab()}, now_ms - 1'000},
+  };
+  SessionStore store(60, 100, clock());
+  RecordingObserver seen;
+  store.add_observer(&seen);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(store.restore(saved, *tok_, now_ms), 1u);
+  const std::string log = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
+  std::sort(seen.events.begin(), seen.events.end());
+  EXPECT_EQ(seen.events, (std::vector<std::string>{"-expired", "-out-of-vocabulary", "-wrong-text"}));
+  EXPECT_EQ(store.size(), 1u);
+  const SessionPrompt p = store.prompt_tokens("kept", text + "\nUser: And?", *tok_);
+  EXPECT_EQ(p.reused_tokens, static_cast<int>(ids.size()));
+
+  // Its age carries over: 5 s used of 60, so untouched it lapses 55 s later.
+  SessionStore aging(60, 100, clock());
+  EXPECT_EQ(aging.restore({saved[0]}, *tok_, now_ms), 1u);
+  now_ += 54;
+  EXPECT_EQ(aging.size(), 1u);
+  now_ += 2;
+  EXPECT_EQ(aging.size(), 0u);
 }
 
 }  // namespace

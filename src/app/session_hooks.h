@@ -1,0 +1,34 @@
+// What a change to the server's sessions sets off: SessionPinner keeps a
+// session's last turn pinned in the scheduler's cache for the session
+// timeout (engine/session_pins.h); SessionSaver keeps it in the session
+// archive beside the disk cache (--persist-sessions). Both only queue work.
+#pragma once
+
+#include "engine/scheduler.h"
+#include "engine/session_store.h"
+#include "tier/session_archive.h"
+
+namespace clm {
+
+class SessionPinner : public SessionObserver {
+ public:
+  SessionPinner(Scheduler& scheduler, double hold_s) : scheduler_(scheduler), hold_s_(hold_s) {}
+  void session_remembered(const SessionRecord& turn) override;
+  void session_forgotten(const std::string& id) override;
+
+ private:
+  Scheduler& scheduler_;
+  double hold_s_;
+};
+
+class SessionSaver : public SessionObserver {
+ public:
+  explicit SessionSaver(SessionArchive& archive) : archive_(archive) {}
+  void session_remembered(const SessionRecord& turn) override { archive_.save(turn); }
+  void session_forgotten(const std::string& id) override { archive_.remove(id); }
+
+ private:
+  SessionArchive& archive_;
+};
+
+}  // namespace clm
