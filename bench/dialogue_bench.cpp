@@ -109,6 +109,8 @@ struct Session {
   int live_tokens = 0;           // tokens its running request holds now
 };
 
+}  // namespace
+
 Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const DialogueBenchOptions& o, bool share) {
   const Tokenizer& tok = model.tokenizer();
   const int bs = o.block_size;
@@ -191,8 +193,6 @@ Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const Dialogu
   run.ttft_p95_s = percentile(ttfts, 95);
   return run;
 }
-
-}  // namespace
 
 Result<DialogueBenchResult> run_dialogue_bench(const DialogueBenchOptions& o) {
   if (o.history_tokens < 1 || o.question_tokens < 1 || o.sessions < 1 || o.system_tokens < 2 || o.turns < 1 ||

@@ -56,7 +56,13 @@ struct DialogueBenchResult {
   SessionRun unshared;
 };
 
+class Model;
+class ThreadPool;
+
 Result<DialogueBenchResult> run_dialogue_bench(const DialogueBenchOptions& options);
+// Part (b) alone: options.sessions sessions over one system prompt, shared
+// (the prompt resident first) or not (prefix caching off).
+Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const DialogueBenchOptions& options, bool share);
 nlohmann::json to_json(const DialogueBenchOptions& options, const DialogueBenchResult& result);
 std::string to_markdown(const DialogueBenchOptions& options, const DialogueBenchResult& result);
 

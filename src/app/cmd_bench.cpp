@@ -7,6 +7,7 @@
 #include "app/commands.h"
 #include "app/model_source.h"
 #include "dialogue_bench.h"
+#include "dialogue_scaling.h"
 #include "memory_bench.h"
 #include "model/synthetic_model.h"
 #include "model_bench.h"
@@ -43,7 +44,8 @@ int bench_model(ModelBenchFlags& f) {
 struct DialogueBenchFlags {
   DialogueBenchOptions options;
   std::string format = "md";
-  std::string json_path;  // also write the JSON here
+  std::string json_path;       // also write the JSON here
+  std::vector<int> scaling;    // session counts: run the scaling table instead
 };
 
 // The default model of the dialogue and reuse benchmarks: a synthetic llama
@@ -96,6 +98,14 @@ bool resolve_bench_model(std::string& model_path) {
 
 int bench_dialogue(DialogueBenchFlags& f) {
   if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!f.scaling.empty()) {
+    auto r = run_dialogue_scaling(f.options, f.scaling);
+    if (!r) {
+      std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+      return 1;
+    }
+    return report(f.options, *r, f.format, f.json_path);
+  }
   auto r = run_dialogue_bench(f.options);
   if (!r) {
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
@@ -191,6 +201,11 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   dialogue->add_option("--turns", d.turns, "(b) user turns per session")->check(CLI::Range(1, 1000));
   dialogue->add_option("--user-tokens", d.user_tokens, "(b) tokens per user turn")->check(CLI::Range(1, 1 << 16));
   dialogue->add_option("--reply-tokens", d.reply_tokens, "(b) generated tokens per turn")->check(CLI::Range(1, 1 << 16));
+  dialogue->add_option("--scaling", df->scaling,
+                       "(b) with sharing only, once per session count (e.g. 1,8,32,64), beside the 32-token "
+                       "prefill rate")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
   dialogue->add_option("-o,--output", df->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   dialogue->add_option("--json", df->json_path, "also write the results as JSON to this file");
   dialogue->callback([df, &exit_code] { exit_code = bench_dialogue(*df); });

@@ -120,78 +120,94 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
                              const KvGeometry& g, int layer, std::byte* const* blocks, const int32_t* slot_positions,
                              int n_slots, const int32_t* query_pos, float scale, float* out, std::size_t out_stride,
                              float* scratch, float* slot_mass) {
+  assert(n_queries >= 1 && n_queries <= kMaxGroupQueries);
+  CascadeQuery queries[kMaxGroupQueries];
+  for (int i = 0; i < n_queries; ++i) {
+    const std::size_t at = static_cast<std::size_t>(i);
+    queries[i] = {q + at * q_stride, out + at * out_stride, blocks, slot_positions, n_slots, query_pos[i], slot_mass};
+  }
+  attend_paged_head_cascade(queries, n_queries, n_slots, n_heads, head, g, layer, scale, scratch);
+}
+
+void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int shared_slots, int n_heads, int head,
+                               const KvGeometry& g, int layer, float scale, float* scratch) {
   assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
   assert(n_queries >= 1 && n_queries <= kMaxGroupQueries);
   const AttnKernels& a = active_attn_kernels();
   const VecKernels& vk = active_vec_kernels();
-  const HeadView hv(g, layer, n_heads, head, blocks);
+  const HeadView hv(g, layer, n_heads, head, queries[0].blocks);
   const std::size_t hd = hv.hd;
-  const std::size_t ns = static_cast<std::size_t>(n_slots);
   const std::size_t nq = static_cast<std::size_t>(n_queries);
+  int max_slots = 0;
+  for (std::size_t i = 0; i < nq; ++i) {
+    assert(queries[i].n_slots >= shared_slots);
+    max_slots = std::max(max_slots, queries[i].n_slots);
+  }
+  const std::size_t ns = static_cast<std::size_t>(max_slots);
 
-  float* scores = scratch;        // [nq][n_slots]: scores, then probabilities
+  float* scores = scratch;        // [nq][max_slots]: scores, then probabilities
   float* qs = scratch + nq * ns;  // [nq][head_dim]: the queries, contiguous
   float* v_rows = qs + nq * hd;   // [kAttnGroupRows][head_dim]: V rows as f32
 
-  int32_t latest = -1, earliest = query_pos[0];
+  // end[i]: one past the last slot query i sees; it attends over [0, end[i]).
+  // A longer range would only add masked slots, which change nothing.
+  int end[kMaxGroupQueries] = {};
+  int shared_end = 0;  // one past the last shared slot any query sees
   for (std::size_t i = 0; i < nq; ++i) {
-    const float* qi = q + i * q_stride + static_cast<std::size_t>(head) * hd;
+    const CascadeQuery& cq = queries[i];
+    const float* qi = cq.q + static_cast<std::size_t>(head) * hd;
     if (hv.f16)
       round_to_f16(a, vk, qi, hd, qs + i * hd);
     else
       std::copy(qi, qi + hd, qs + i * hd);
-    float* oi = out + i * out_stride + static_cast<std::size_t>(head) * hd;
+    float* oi = cq.out + static_cast<std::size_t>(head) * hd;
     std::fill(oi, oi + hd, 0.0f);
-    latest = std::max(latest, query_pos[i]);
-    earliest = std::min(earliest, query_pos[i]);
+    for (int s = 0; s < cq.n_slots; ++s)
+      if (cq.slot_positions[s] != -1 && cq.slot_positions[s] <= cq.pos) end[i] = s + 1;
+    shared_end = std::max(shared_end, std::min(end[i], shared_slots));
   }
-  auto seen_by_any = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= latest; };
-  // Slots past the last one any query sees need no visit. A query sees some
-  // slot iff its position reaches the least stored one.
-  int end = 0;
-  int32_t least = std::numeric_limits<int32_t>::max();
-  for (int s = 0; s < n_slots; ++s) {
-    if (!seen_by_any(s)) continue;
-    end = s + 1;
-    least = std::min(least, slot_positions[s]);
-  }
-  if (end == 0) return;
+  const int32_t* shared_positions = queries[0].slot_positions;
   auto chunk_seen = [&](int s, int n) {
-    for (int t = s; t < s + n; ++t)
-      if (seen_by_any(t)) return true;
+    for (std::size_t i = 0; i < nq; ++i)
+      for (int t = s; t < std::min(s + n, end[i]); ++t)
+        if (shared_positions[t] != -1 && shared_positions[t] <= queries[i].pos) return true;
     return false;
   };
 
-  // Each K row is read once for all queries; a score is the same whichever
-  // rows and queries share its call.
+  // Scores. A shared K row is read once for every query; a score is the same
+  // whichever rows and queries share its call.
   const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
-  for (int s = 0; s < end;) {
-    const int n = hv.chunk(s, end);
-    if (chunk_seen(s, n)) score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
+  for (int s = 0; s < shared_end;) {
+    const int n = hv.chunk(s, shared_end);
+    if (chunk_seen(s, n))
+      score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
   }
-  // Under a causal mask all but the group's last few slots are seen by every
-  // query; only the others need a look per query.
-  for (int s = 0; s < end; ++s) {
-    const int32_t pos = slot_positions[s];
-    if (pos != -1 && pos <= earliest) continue;
-    for (std::size_t i = 0; i < nq; ++i)
-      if (pos == -1 || pos > query_pos[i]) scores[i * ns + static_cast<std::size_t>(s)] = kNegInf;
-  }
-  bool any[kMaxGroupQueries] = {};
   for (std::size_t i = 0; i < nq; ++i) {
-    any[i] = query_pos[i] >= least;
-    if (any[i]) softmax(a, scores + i * ns, end, hv.f16);
+    const HeadView own(g, layer, n_heads, head, queries[i].blocks);
+    for (int s = shared_slots; s < end[i];) {
+      const int n = own.chunk(s, end[i]);
+      score_fn(own.slot_row(s) + own.k_off, own.row, n, qs + i * hd, hd, 1, hd, scale, scores + i * ns + s, 0);
+      s += n;
+    }
   }
-  // Masked slots hold probability +0 here, so adding them changes nothing.
-  if (slot_mass)
-    for (std::size_t i = 0; i < nq; ++i)
-      if (any[i]) add_row(scores + i * ns, end, slot_mass);
+  // Mask, softmax and statistics, query by query.
+  for (std::size_t i = 0; i < nq; ++i) {
+    if (end[i] == 0) continue;
+    const CascadeQuery& cq = queries[i];
+    float* si = scores + i * ns;
+    for (int s = 0; s < end[i]; ++s)
+      if (cq.slot_positions[s] == -1 || cq.slot_positions[s] > cq.pos) si[s] = kNegInf;
+    softmax(a, si, end[i], hv.f16);
+    // Masked slots hold probability +0 here, so adding them changes nothing.
+    if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);
+  }
 
-  // Each V row is converted once (exactly) for all queries; the f32 p.v on
-  // the converted rows is bitwise the f16 one on the stored rows.
-  for (int s = 0; s < end;) {
-    const int n = hv.chunk(s, end);
+  // p.V. Each shared V row is converted once (exactly) for all queries; the
+  // f32 p.v on the converted rows is bitwise the f16 one on the stored rows.
+  // Each query then runs on over its own rows, in slot order.
+  for (int s = 0; s < shared_end;) {
+    const int n = hv.chunk(s, shared_end);
     if (chunk_seen(s, n)) {
       const std::byte* vr = hv.slot_row(s) + hv.v_off;
       if (hv.f16) {
@@ -199,11 +215,21 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
         vr = reinterpret_cast<const std::byte*>(v_rows);
       }
       for (std::size_t i = 0; i < nq; ++i)
-        if (any[i])
-          a.pv_f32(scores + i * ns + s, vr, hd * sizeof(float), n, hd,
-                   out + i * out_stride + static_cast<std::size_t>(head) * hd);
+        if (s < end[i])
+          a.pv_f32(scores + i * ns + s, vr, hd * sizeof(float), std::min(n, end[i] - s), hd,
+                   queries[i].out + static_cast<std::size_t>(head) * hd);
     }
     s += n;
+  }
+  const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;
+  for (std::size_t i = 0; i < nq; ++i) {
+    const HeadView own(g, layer, n_heads, head, queries[i].blocks);
+    for (int s = shared_slots; s < end[i];) {
+      const int n = std::min(own.bs - s % own.bs, end[i] - s);
+      pv(scores + i * ns + s, own.slot_row(s) + own.v_off, own.row, n, hd,
+         queries[i].out + static_cast<std::size_t>(head) * hd);
+      s += n;
+    }
   }
 }
 

@@ -61,6 +61,29 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
                              int n_slots, const int32_t* query_pos, float scale, float* out, std::size_t out_stride,
                              float* scratch, float* slot_mass = nullptr);
 
+// One query of a cascade: its own sequence's view of the cache.
+struct CascadeQuery {
+  const float* q;                 // [n_heads][head_dim]
+  float* out;                     // [n_heads][head_dim]
+  std::byte* const* blocks;       // its sequence's blocks, slot / block_size indexes
+  const int32_t* slot_positions;  // its sequence's slot positions
+  int n_slots;
+  int32_t pos;
+  float* slot_mass = nullptr;     // null, or n_slots floats its probabilities are added to
+};
+
+// Cascade attention: n_queries (1..kMaxGroupQueries) queries, possibly of
+// different sequences, whose first shared_slots slots are the same blocks
+// holding the same positions (a shared prefix). The shared slots' K/V rows are
+// read once for all of them, the rest of each query's slots alone. Each
+// query's output (and mass) is bitwise what attend_paged_head gives for it
+// alone: its scores, softmax and p.V chain are the same operations in the same
+// slot order; only which queries share a load changes. attend_paged_head_group
+// is the case of one sequence, where every slot is shared.
+// scratch: attend_group_scratch_floats(n_queries, max n_slots, g.head_dim).
+void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int shared_slots, int n_heads, int head,
+                               const KvGeometry& g, int layer, float scale, float* scratch);
+
 // Stores one token's k, v ([n_kv_heads][head_dim] f32) at row offset_in_block
 // of `block` for `layer`, converted to g.type (f16: round to nearest even).
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,

@@ -141,14 +141,16 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   // Otherwise consecutive tokens of one sequence attend as a group.
   auto arrange_attention = [&] {
     by_head = T < 4 * static_cast<std::size_t>(pool.size());
-    if (by_head) grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
-    s_.att_groups.clear();
-    for (std::size_t t = 0; t < T; ++t) {
-      const std::size_t last = s_.att_groups.empty() ? 0 : s_.att_groups.back();
-      if (t == 0 || rows[t].seq != rows[last].seq || t - last == static_cast<std::size_t>(kMaxGroupQueries))
-        s_.att_groups.push_back(t);
+    if (by_head) {
+      grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
+    } else {
+      arrange_attention_groups(rows.first(T), kv, /*cascades=*/!stats, s_.att_groups);
+      s_.att_group_starts.clear();
+      if (stats) {  // the collector's units: each group's first row, then T
+        for (const AttentionGroup& grp : s_.att_groups) s_.att_group_starts.push_back(grp.rows[0]);
+        s_.att_group_starts.push_back(T);
+      }
     }
-    s_.att_groups.push_back(T);
   };
   arrange_attention();
   float* x = s_.x.data();
@@ -224,7 +226,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     const int n_rows = static_cast<int>(T);
     if (stats)
       stats_.begin_layer(rows, kv, c.n_heads,
-                         by_head ? std::span<const std::size_t>{} : std::span<const std::size_t>(s_.att_groups));
+                         by_head ? std::span<const std::size_t>{} : std::span<const std::size_t>(s_.att_group_starts));
     if (by_head) {
       pool.parallel_for(T * H, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
@@ -238,9 +240,9 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
         }
       });
     } else {
-      // Each K/V row is read once per group and head rather than once per token.
-      const std::vector<std::size_t>& starts = s_.att_groups;
-      const std::size_t n_groups = starts.size() - 1;
+      // Each K/V row is read once per group and head rather than once per
+      // token; a cascade reads its shared blocks once for all its sequences.
+      const std::size_t n_groups = s_.att_groups.size();
       pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
         thread_local std::vector<float> scratch;
         grow(scratch, attend_group_scratch_floats(kMaxGroupQueries, static_cast<int>(max_slots), c.head_dim));
@@ -249,15 +251,19 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
           // causal mask every chunk gets a similar number of visible slots.
           const std::size_t j = i / H;
           const std::size_t gi = j % 2 == 0 ? j / 2 : n_groups - 1 - j / 2;
-          const std::size_t t = starts[gi];
-          const int n_q = static_cast<int>(starts[gi + 1] - t);
-          int32_t pos[kMaxGroupQueries];
-          for (int r = 0; r < n_q; ++r) pos[r] = rows[t + static_cast<std::size_t>(r)].pos;
-          const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(rows[t].seq)];
-          attend_paged_head_group(s_.q.data() + t * Q, Q, n_q, c.n_heads, static_cast<int>(i % H), g, layer,
-                                  sv.blocks.data(), sv.slot_positions.data(),
-                                  static_cast<int>(sv.slot_positions.size()), pos, scale, s_.attn.data() + t * Q, Q,
-                                  scratch.data(), stats ? stats_.partial(gi, static_cast<int>(i % H)) : nullptr);
+          const int head = static_cast<int>(i % H);
+          const AttentionGroup& grp = s_.att_groups[gi];
+          float* mass = stats ? stats_.partial(gi, head) : nullptr;
+          CascadeQuery queries[kMaxGroupQueries];
+          for (int r = 0; r < grp.n_rows; ++r) {
+            const std::size_t t = grp.rows[r];
+            const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(rows[t].seq)];
+            queries[r] = {s_.q.data() + t * Q,          s_.attn.data() + t * Q,
+                          sv.blocks.data(),             sv.slot_positions.data(),
+                          static_cast<int>(sv.slot_positions.size()), rows[t].pos, mass};
+          }
+          attend_paged_head_cascade(queries, grp.n_rows, grp.shared_slots, c.n_heads, head, g, layer, scale,
+                                    scratch.data());
         }
       });
     }

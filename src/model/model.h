@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/attention_groups.h"
 #include "model/attention_stats.h"
 #include "model/batch.h"
 #include "model/gguf.h"
@@ -69,7 +70,8 @@ class Model {
   // Scratch reused across calls; grown when a batch is larger than any before.
   struct Scratch {
     std::vector<float> x, xn, q, k, v, attn, ffn_gate, ffn_up, out_rows, att_scores;
-    std::vector<std::size_t> att_groups;  // first batch token of each attention group, then T
+    std::vector<AttentionGroup> att_groups;     // attention work items when not split by head
+    std::vector<std::size_t> att_group_starts;  // with statistics: each group's first row, then T
     std::vector<BatchToken> rows;         // the rows left once probes have stopped
   } s_;
   AttentionStatsCollector stats_;  // used only when a sequence asks for statistics
