@@ -144,6 +144,12 @@ TEST(EvictEvalCli, BadFlagsGetAClearMessage) {
   r = test::run_command(base + " --decay 1.5");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("decay"), std::string::npos) << r.err;
+  r = test::run_command(base + " --protect-share 1.5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--protect-share"), std::string::npos) << r.err;
+  r = test::run_command(base + " --evict-positions shift");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--evict-positions"), std::string::npos) << r.err;
 }
 
 }  // namespace
