@@ -6,8 +6,10 @@
 #include <optional>
 #include <thread>
 
+#include "kernels/rope_shift.h"
 #include "model/kv_view.h"
 #include "model/model.h"
+#include "model/model_config.h"
 
 namespace clm {
 
@@ -43,6 +45,33 @@ struct EvalSequence {
   }
 };
 
+// Renumbers the live slots of `seq` 0, 1, ... in slot order, re-rotating
+// each moved token's K by its position change; returns the next position.
+int32_t compact(EvalSequence& seq, const RopeShiftParams& rope) {
+  const KvGeometry& g = seq.g;
+  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
+  const std::size_t row = hd * g.elem_bytes();
+  int32_t next = 0;
+  for (std::size_t s = 0; s < seq.positions.size(); ++s) {
+    const int32_t old = seq.positions[s];
+    if (old == kEmptySlot) continue;
+    const int32_t delta = next - old;
+    if (delta != 0) {
+      const RopeShiftTable table = make_rope_shift_table(rope, delta);
+      std::byte* block = seq.blocks[s / static_cast<std::size_t>(g.block_size)];
+      const std::size_t at = (s % static_cast<std::size_t>(g.block_size)) * row;
+      for (int layer = 0; layer < g.n_layers; ++layer)
+        for (int h = 0; h < g.n_kv_heads; ++h) {
+          std::byte* k = block + g.k_offset(layer, h) + at;
+          rope_shift_rows(k, k, g.type, 1, hd, rope, table);
+        }
+      seq.positions[s] = next;
+    }
+    ++next;
+  }
+  return next;
+}
+
 struct CaseRun {
   std::vector<double> nll;     // per continuation token
   std::vector<int32_t> top1;   // the most likely token at each
@@ -58,8 +87,9 @@ double nll_of(std::span<const float> row, int32_t target) {
 
 // Prefills ids[0, P - 1) in chunks, forgetting by `policy` (when given) between chunks,
 // then teacher-forces ids[P - 1, P - 1 + C) and scores ids[P, P + C).
+// With `compact`, the kept tokens are renumbered after every eviction.
 Result<CaseRun> run_case(Model& model, ThreadPool& tp, const KvGeometry& g, const std::vector<int32_t>& ids, int P,
-                         int C, int chunk, EvictPolicy* policy, int budget_tokens) {
+                         int C, int chunk, EvictPolicy* policy, int budget_tokens, bool compact_positions) {
   const Tokenizer& tok = model.tokenizer();
   EvalSequence seq(g, P + C);
   const bool stats = policy != nullptr && (policy->options().kind == EvictKind::Attention ||
@@ -69,12 +99,14 @@ Result<CaseRun> run_case(Model& model, ThreadPool& tp, const KvGeometry& g, cons
     return model.forward(batch, KvView{g, views}, logits, tp);
   };
   const int prefix = P - 1;
+  const RopeShiftParams rope = rope_shift_params(model.config());
+  int32_t next_pos = 0;  // the position of the next token processed
   for (int begin = 0; begin < prefix; begin += chunk) {
     const int end = std::min(prefix, begin + chunk);
     Batch batch;
     for (int i = begin; i < end; ++i) {
-      seq.positions[static_cast<std::size_t>(i)] = i;
-      batch.add(ids[static_cast<std::size_t>(i)], i, 0, i, false);
+      seq.positions[static_cast<std::size_t>(i)] = next_pos;
+      batch.add(ids[static_cast<std::size_t>(i)], next_pos++, 0, i, false);
     }
     if (auto ok = forward(batch, {}); !ok) return std::unexpected(ok.error());
     if (policy == nullptr) continue;
@@ -82,15 +114,17 @@ Result<CaseRun> run_case(Model& model, ThreadPool& tp, const KvGeometry& g, cons
     for (int i = begin; i < end; ++i) pieces.push_back(tok.token_to_piece(ids[static_cast<std::size_t>(i)]));
     policy->append(pieces);
     if (policy->aggregation_due()) policy->aggregate(seq.mass, seq.queries);
-    for (const EvictedBlock& b : policy->fit_budget(budget_tokens))
+    const auto evicted = policy->fit_budget(budget_tokens);
+    for (const EvictedBlock& b : evicted)
       for (int s = b.first_slot; s < b.first_slot + b.n_slots; ++s) seq.positions[static_cast<std::size_t>(s)] = kEmptySlot;
+    if (compact_positions && !evicted.empty()) next_pos = compact(seq, rope);
   }
   CaseRun out;
   for (int i = 0; i < prefix; ++i) out.live_prompt_tokens += seq.positions[static_cast<std::size_t>(i)] != kEmptySlot;
   Batch batch;
   for (int i = prefix; i < prefix + C; ++i) {
-    seq.positions[static_cast<std::size_t>(i)] = i;
-    batch.add(ids[static_cast<std::size_t>(i)], i, 0, i, true);
+    seq.positions[static_cast<std::size_t>(i)] = next_pos;
+    batch.add(ids[static_cast<std::size_t>(i)], next_pos++, 0, i, true);
   }
   const std::size_t V = static_cast<std::size_t>(model.config().n_vocab);
   std::vector<float> logits(static_cast<std::size_t>(C) * V);
@@ -148,6 +182,7 @@ Result<EvictEvalResult> run_evict_eval(const EvictEvalOptions& o, const EvictCas
   r.prompt_tokens = P;
   r.continuation_tokens = C;
   r.policy = o.policy;
+  r.compact_positions = o.compact_positions;
   for (EvictKind kind : o.policies)
     for (double b : o.budgets) {
       EvictVariantResult v;
@@ -162,7 +197,7 @@ Result<EvictEvalResult> run_evict_eval(const EvictEvalOptions& o, const EvictCas
     if (static_cast<int>(ids.size()) < P + C)
       return fail("eval evict: case " + ec.id + " has " + std::to_string(ids.size()) + " tokens, fewer than prompt + continuation (" +
                   std::to_string(P + C) + ")");
-    auto full = run_case(model, tp, g, ids, P, C, o.chunk_tokens, nullptr, 0);
+    auto full = run_case(model, tp, g, ids, P, C, o.chunk_tokens, nullptr, 0, false);
     if (!full) return fail("eval evict: case " + ec.id + ": " + full.error().message);
     for (double x : full->nll) full_nll_sum += x;
     for (EvictVariantResult& v : r.variants) {
@@ -171,7 +206,7 @@ Result<EvictEvalResult> run_evict_eval(const EvictEvalOptions& o, const EvictCas
       auto policy = EvictPolicy::create(po);
       if (!policy) return fail("eval evict: " + policy.error().message);
       const int budget = static_cast<int>(std::lround(v.budget * P));
-      auto run = run_case(model, tp, g, ids, P, C, o.chunk_tokens, &*policy, budget);
+      auto run = run_case(model, tp, g, ids, P, C, o.chunk_tokens, &*policy, budget, o.compact_positions);
       if (!run) return fail("eval evict: case " + ec.id + ": " + run.error().message);
       double delta = 0.0;
       for (int j = 0; j < C; ++j) {
@@ -194,16 +229,18 @@ std::string evict_markdown(const EvictEvalResult& r) {
   char line[512];
   std::snprintf(line, sizeof line,
                 "Case set `%s`: %d cases, prompt %d tokens, %d continuation tokens teacher-forced; "
-                "full-cache NLL %.4f nats/token.\n",
-                r.case_set.c_str(), r.cases, r.prompt_tokens, r.continuation_tokens, r.full_nll);
+                "full-cache NLL %.4f nats/token; positions %s.\n",
+                r.case_set.c_str(), r.cases, r.prompt_tokens, r.continuation_tokens, r.full_nll,
+                r.compact_positions ? "compacted after each eviction (K re-rotated)" : "kept");
   out += line;
   const EvictOptions& p = r.policy;
   std::snprintf(line, sizeof line,
                 "Policy blocks of %d tokens, aggregation every %d tokens (decay %.2f), candidates under %.2f x mean, "
                 "%d sink block(s), recent window %d tokens, top %.0f%% of the last %d aggregations kept, %zu protect "
-                "rule(s).\n\n",
+                "rule(s) (%s, at most %.0f%% of the budget).\n\n",
                 p.block_tokens, p.aggregate_every, p.decay, p.candidate_fraction, p.sink_blocks, p.recent_tokens,
-                100.0 * p.top_share, p.top_history, p.protect_patterns.size());
+                100.0 * p.top_share, p.top_history, p.protect_patterns.size(),
+                p.protect_first_only ? "first occurrences" : "every occurrence", 100.0 * p.protect_share);
   out += line;
   out += "| policy | budget | prompt kept | ΔNLL/token | ± s.e. | top-1 agreement |\n";
   out += "|---|---:|---:|---:|---:|---:|\n";

@@ -4,7 +4,9 @@
 // evict_policy.h) sees the attention statistics of the chunk and forgets
 // blocks until the sequence is within its budget: forgotten slots leave the
 // sequence's view, so later queries do not attend to them, and every other
-// token keeps its position (no re-rotation). Then the text's next tokens are
+// token keeps its position (no re-rotation) -- or, with compact positions,
+// the kept tokens move to contiguous positions (their K re-rotated by the
+// RoPE shift kernel) and later tokens continue from there. Then the text's next tokens are
 // teacher-forced, and their negative log-likelihood is compared with that of
 // the same run on the full cache: ΔNLL per token (mean over cases, with the
 // standard error across cases) and top-1 agreement with the full cache.
@@ -31,6 +33,9 @@ struct EvictEvalOptions {
   int chunk_tokens = 64;                      // prefill chunk; the policy runs between chunks
   EvictOptions policy;                        // every setting but the kind, shared by all policies
   KvType kv_type = KvType::F16;
+  // After each eviction, close the gaps: kept tokens renumbered 0, 1, ...
+  // (K re-rotated), later tokens numbered after them. False: positions kept.
+  bool compact_positions = false;
   int n_threads = 0;  // 0: all hardware threads
   // Called after each case (index, total), e.g. for progress on stderr.
   std::function<void(std::size_t, std::size_t)> on_case;
@@ -56,6 +61,7 @@ struct EvictEvalResult {
   int continuation_tokens = 0;
   double full_nll = 0.0;  // mean NLL per continuation token on the full cache
   EvictOptions policy;
+  bool compact_positions = false;
   std::vector<EvictVariantResult> variants;  // policies x budgets, in option order
 };
 

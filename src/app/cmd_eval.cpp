@@ -90,7 +90,9 @@ struct EvictEvalFlags {
   std::vector<std::string> policies = {"window", "sinks-window", "h2o", "attention"};
   std::vector<std::string> protect;
   bool no_protect = false;
+  bool protect_all_occurrences = false;
   std::string kv_type = "f16";
+  std::string positions = "keep";
 };
 
 int eval_evict(EvictEvalFlags& f) {
@@ -108,7 +110,9 @@ int eval_evict(EvictEvalFlags& f) {
     f.options.policy.protect_patterns.clear();
   else if (!f.protect.empty())
     f.options.policy.protect_patterns = f.protect;
+  f.options.policy.protect_first_only = !f.protect_all_occurrences;
   f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
+  f.options.compact_positions = f.positions == "compact";
   auto cases = load_evict_cases(f.cases_path);
   if (!cases) {
     std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
@@ -163,7 +167,15 @@ void register_eval_evict(CLI::App* eval, int& exit_code) {
   evict->add_option("--top-history", p.top_history, "... for this many aggregations")->check(CLI::Range(0, 1 << 16));
   evict->add_option("--protect", ef->protect, "protect rule (RE2); repeat for several; replaces the defaults");
   evict->add_flag("--no-protect", ef->no_protect, "no protect rules");
+  evict->add_flag("--protect-all-occurrences", ef->protect_all_occurrences,
+                  "every occurrence of a matched text is protected, not only the first");
+  evict->add_option("--protect-share", p.protect_share,
+                    "over budget, blocks kept only by protect rules hold at most this share of it, in [0, 1]")
+      ->check(CLI::Range(0.0, 1.0));
   evict->add_option("--kv-type", ef->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  evict->add_option("--evict-positions", ef->positions,
+                    "keep: kept tokens keep their positions; compact: renumbered without gaps, K re-rotated")
+      ->check(CLI::IsMember({"keep", "compact"}));
   evict->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   evict->callback([ef, &exit_code] { exit_code = eval_evict(*ef); });
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include <re2/re2.h>
 
@@ -56,6 +57,7 @@ Result<EvictPolicy> EvictPolicy::create(EvictOptions o) {
   if (o.recent_tokens < 1) return fail("evict: recent_tokens must be at least 1");
   if (!(o.top_share >= 0.0 && o.top_share <= 1.0)) return fail("evict: top_share must be in [0, 1]");
   if (o.top_history < 0) return fail("evict: top_history must be at least 0");
+  if (!(o.protect_share >= 0.0 && o.protect_share <= 1.0)) return fail("evict: protect_share must be in [0, 1]");
   EvictPolicy p(o);
   for (const std::string& pattern : o.protect_patterns) {
     re2::RE2::Options ro;
@@ -92,10 +94,34 @@ bool EvictPolicy::never_evicted(int b) const {
     case EvictKind::SinksWindow: return sink || recent;
     case EvictKind::Attention: break;
   }
-  if (sink || recent || blocks_[static_cast<std::size_t>(b)].protect) return true;
+  const Block& k = blocks_[static_cast<std::size_t>(b)];
+  return (k.protect && !k.yielded) || kept_for_other_reasons(b);
+}
+
+bool EvictPolicy::kept_for_other_reasons(int b) const {
+  if (b < o_.sink_blocks || (b + 1) * o_.block_tokens > n_tokens() - o_.recent_tokens) return true;
   for (const auto& top : tops_)
     if (std::find(top.begin(), top.end(), b) != top.end()) return true;
   return false;
+}
+
+void EvictPolicy::yield_protection(int budget_tokens) {
+  if (o_.kind != EvictKind::Attention) return;
+  // The blocks kept only by protection, the most worth keeping first (a
+  // block no aggregation has scored yet is the newest: first too).
+  std::vector<int> kept;
+  for (int b = 0; b < n_blocks(); ++b) {
+    Block& k = blocks_[static_cast<std::size_t>(b)];
+    k.yielded = false;
+    if (!k.evicted && k.protect && !kept_for_other_reasons(b)) kept.push_back(b);
+  }
+  std::stable_sort(kept.begin(), kept.end(), [&](int a, int c) { return order_key(a) > order_key(c); });
+  const double allowed = o_.protect_share * std::max(0, budget_tokens);
+  double used = 0.0;
+  for (int b : kept) {
+    used += block_slots(b);
+    if (used > allowed) blocks_[static_cast<std::size_t>(b)].yielded = true;
+  }
 }
 
 double EvictPolicy::order_key(int b) const {
@@ -112,7 +138,7 @@ BlockStatus EvictPolicy::status(int b) const {
     const bool recent = (b + 1) * o_.block_tokens > n_tokens() - o_.recent_tokens;
     if (b < o_.sink_blocks && o_.kind != EvictKind::Window && o_.kind != EvictKind::H2O) return BlockStatus::Sink;
     if (recent) return BlockStatus::Recent;
-    if (k.protect) return BlockStatus::Protected;
+    if (k.protect && !k.yielded) return BlockStatus::Protected;
     return BlockStatus::Top;
   }
   if (std::find(candidates_.begin(), candidates_.end(), b) != candidates_.end()) return BlockStatus::Candidate;
@@ -168,9 +194,10 @@ void EvictPolicy::aggregate(std::span<float> mass, std::span<uint32_t> queries) 
 
 void EvictPolicy::refresh_protection() {
   // The whole text each time: a match may grow with later tokens.
-  for (Block& k : blocks_) k.protect = false;
+  for (Block& k : blocks_) k.protect = k.yielded = false;
   const re2::StringPiece text(text_);
   for (const auto& rule : rules_) {
+    std::set<std::string_view> seen;  // this rule's matched texts so far
     const int groups = std::min(rule->NumberOfCapturingGroups(), 1);
     re2::StringPiece m[2];
     std::size_t at = 0;
@@ -178,7 +205,8 @@ void EvictPolicy::refresh_protection() {
       const re2::StringPiece span = groups == 1 && m[1].data() != nullptr ? m[1] : m[0];
       const std::size_t begin = static_cast<std::size_t>(span.data() - text_.data());
       const std::size_t end = begin + span.size();
-      if (end > begin) {
+      const bool repeat = o_.protect_first_only && !seen.insert(std::string_view(span.data(), span.size())).second;
+      if (end > begin && !repeat) {
         // Tokens whose bytes overlap [begin, end).
         auto t = std::upper_bound(token_end_.begin(), token_end_.end(), begin);
         for (; t != token_end_.end(); ++t) {
@@ -232,6 +260,9 @@ std::vector<EvictedBlock> EvictPolicy::reclaim_candidates(int max_blocks) {
 
 std::vector<EvictedBlock> EvictPolicy::fit_budget(int budget_tokens) {
   std::vector<EvictedBlock> out;
+  if (live_tokens() <= budget_tokens) return out;
+  yield_protection(budget_tokens);
+  refresh_candidates();
   while (live_tokens() > budget_tokens) {
     if (!candidates_.empty()) {
       out.push_back(evict(candidates_.front(), true));

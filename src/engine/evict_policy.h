@@ -14,7 +14,12 @@
 // Never evicted: the first sink_blocks blocks (attention sinks), blocks
 // touching the last recent_tokens tokens, blocks in the top top_share of any
 // of the last top_history aggregations, and blocks holding text a protect
-// rule matches. The baselines: `window` forgets the oldest blocks, `sinks-window`
+// rule matches -- within limits, so that rules matching common text (a name
+// in every sentence of a story) cannot claim the whole budget: by default
+// only the first occurrence of each distinct match is protected (later
+// mentions repeat what is kept), and over a budget the blocks kept only by
+// protection hold at most protect_share of it (beyond that, protection
+// yields, the lowest-scored protected blocks first). The baselines: `window` forgets the oldest blocks, `sinks-window`
 // the oldest after the sinks, `h2o` those with the least raw summed mass
 // (heavy hitters) outside the recent window.
 #pragma once
@@ -42,7 +47,9 @@ std::optional<EvictKind> parse_evict_kind(std::string_view name);
 
 // The default protect rules: numbers, identifiers such as order numbers
 // (letters then digits, e.g. "ORD-1234"), and capitalised names inside a
-// sentence (a capitalised word after a lower-case letter or a comma).
+// sentence (a capitalised word after a lower-case letter or a comma, so not
+// a sentence's first word). With protect_first_only, each protects the first
+// occurrence of each distinct text it matches.
 std::vector<std::string> default_protect_patterns();
 
 struct EvictOptions {
@@ -58,6 +65,13 @@ struct EvictOptions {
   // RE2 patterns over the sequence's text; a block holding any byte of a
   // match (of capture group 1 when the pattern has one) is never evicted.
   std::vector<std::string> protect_patterns = default_protect_patterns();
+  // Only the first occurrence of each distinct matched text protects its
+  // block (per rule); false: every occurrence does.
+  bool protect_first_only = true;
+  // In fit_budget, blocks kept only by a protect rule hold at most this
+  // share of the budget; the lowest-scored of the others yield (become
+  // evictable like any block) until they fit. 1: they may fill the budget.
+  double protect_share = 0.25;
 };
 
 // Why a block is where it is (for statistics and tests).
@@ -117,6 +131,7 @@ class EvictPolicy {
     bool evicted = false;
     bool scored = false;     // has been through an aggregation with queries
     bool protect = false;    // a protect rule matches its text
+    bool yielded = false;    // protected, but over protect_share of the last budget
     double score = 0.0;      // decayed normalised mass (attention) or raw summed mass (h2o)
   };
   explicit EvictPolicy(EvictOptions o) : o_(std::move(o)) {}
@@ -124,6 +139,8 @@ class EvictPolicy {
   bool never_evicted(int b) const;
   double order_key(int b) const;  // eviction order: the least first
   void refresh_protection();
+  bool kept_for_other_reasons(int b) const;  // sink, recent or top (attention)
+  void yield_protection(int budget_tokens);
   void refresh_candidates();
   EvictedBlock evict(int b, bool was_candidate);
 

@@ -140,7 +140,12 @@ TEST(EvictPolicy, ProtectRulesKeepTheBlocksTheirMatchesTouch) {
   EXPECT_EQ(p.status(1), BlockStatus::Protected);
   EXPECT_EQ(p.status(3), BlockStatus::Protected);
   EXPECT_EQ(p.status(2), BlockStatus::Candidate);
-  EXPECT_EQ(evicted_blocks(p.fit_budget(0)), (std::vector<int>{2, 4}));
+  // A budget that leaves room for both protected blocks (they may fill it all).
+  p = make([&] { EvictOptions all = o; all.protect_share = 1.0; return all; }());
+  p.append(text);
+  Stats again(24, {1.0, 0.01, 0.02, 0.01, 1.0, 1.0});
+  p.aggregate(again.mass, again.queries);
+  EXPECT_EQ(evicted_blocks(p.fit_budget(16)), (std::vector<int>{2, 4}));
   EXPECT_EQ(p.status(1), BlockStatus::Protected);
   EXPECT_EQ(p.status(3), BlockStatus::Protected);
 
@@ -150,6 +155,87 @@ TEST(EvictPolicy, ProtectRulesKeepTheBlocksTheirMatchesTouch) {
   Stats st2(12, {1.0, 0.001, 1.0});
   q.aggregate(st2.mass, st2.queries);
   EXPECT_EQ(q.status(1), BlockStatus::Protected);
+}
+
+// Eight blocks of four pieces; blocks 1, 2 and 3 each hold a distinct number.
+std::vector<std::string> numbered_text() {
+  std::vector<std::string> text = pieces(32);
+  text[5] = " 11";
+  text[10] = " 22";
+  text[15] = " 33";
+  return text;
+}
+
+TEST(EvictPolicy, OverBudgetProtectionYieldsBeyondItsShareLowestScoredFirst) {
+  EvictOptions o = small_options(EvictKind::Attention);
+  o.protect_patterns = default_protect_patterns();
+  o.top_share = 0.0;
+  // Protected blocks 1, 2, 3 score 0.5, 0.01 and 0.3.
+  const std::vector<double> scores = {1.0, 0.5, 0.01, 0.3, 1.0, 1.0, 1.0, 1.0};
+  struct Want {
+    double share;
+    std::vector<int> evicted;
+  };
+  // Budget 16: a share of 0.5 leaves room for two protected blocks (8
+  // tokens), so block 2, the lowest, yields and goes first, as a candidate;
+  // a share of 0.25 leaves room for one, so block 3 yields too and goes
+  // before the unprotected blocks that score more.
+  for (const Want& w : {Want{0.5, {2, 4, 5, 6}}, Want{0.25, {2, 3, 4, 5}}}) {
+    SCOPED_TRACE(w.share);
+    o.protect_share = w.share;
+    EvictPolicy p = make(o);
+    p.append(numbered_text());
+    Stats st(32, scores);
+    p.aggregate(st.mass, st.queries);
+    for (int b : {1, 2, 3}) EXPECT_EQ(p.status(b), BlockStatus::Protected) << b;
+    EXPECT_TRUE(p.candidates().empty());
+    const auto gone = p.fit_budget(16);
+    EXPECT_EQ(evicted_blocks(gone), w.evicted);
+    EXPECT_TRUE(gone[0].was_candidate);
+    EXPECT_EQ(p.live_tokens(), 16);
+    EXPECT_EQ(p.status(1), BlockStatus::Protected);
+  }
+}
+
+TEST(EvictPolicy, WithinBudgetProtectionDoesNotYield) {
+  EvictOptions o = small_options(EvictKind::Attention);
+  o.protect_patterns = default_protect_patterns();
+  o.protect_share = 0.0;
+  o.top_share = 0.0;
+  EvictPolicy p = make(o);
+  p.append(numbered_text());
+  Stats st(32, {1.0, 0.5, 0.01, 0.3, 1.0, 1.0, 1.0, 1.0});
+  p.aggregate(st.mass, st.queries);
+  EXPECT_TRUE(p.fit_budget(32).empty());
+  for (int b : {1, 2, 3}) EXPECT_EQ(p.status(b), BlockStatus::Protected) << b;
+}
+
+TEST(EvictPolicy, ARecurringNameOrNumberIsProtectedAtItsFirstOccurrenceOnly) {
+  EvictOptions o = small_options(EvictKind::Attention);
+  o.protect_patterns = default_protect_patterns();
+  o.protect_share = 1.0;
+  o.top_share = 0.0;
+  // "Rex" is named inside a sentence in blocks 1 and 3, "42" appears in
+  // blocks 2 and 4, "Tim" starts a sentence in block 5 (not a name by the
+  // rule: it could be any capitalised first word).
+  const std::vector<std::string> text = {
+      " a",  " b",   " c",     " d",   " a",   " dog",  " named", " Rex", " the", " door", " said", " 42",
+      " so", " saw", " Rex",   " run", " a",   " 42",   " cats",  " ran", " x",   ".",     " Tim",  " ran",
+      " a",  " b",   " c",     " d",   " a",   " b",    " c",     " d"};
+  for (bool first_only : {true, false}) {
+    SCOPED_TRACE(first_only);
+    o.protect_first_only = first_only;
+    EvictPolicy p = make(o);
+    p.append(text);
+    Stats st(32, std::vector<double>(8, 1.0));
+    p.aggregate(st.mass, st.queries);
+    EXPECT_EQ(p.status(1), BlockStatus::Protected);
+    EXPECT_EQ(p.status(2), BlockStatus::Protected);
+    const BlockStatus repeat = first_only ? BlockStatus::Evictable : BlockStatus::Protected;
+    EXPECT_EQ(p.status(3), repeat);
+    EXPECT_EQ(p.status(4), repeat);
+    EXPECT_EQ(p.status(5), BlockStatus::Evictable);
+  }
 }
 
 TEST(EvictPolicy, NormalisedMassDoesNotFavourBlocksOnlyForBeingOlder) {
@@ -236,6 +322,11 @@ TEST(EvictPolicy, BadOptionsAreRefusedWithAMessage) {
   o = EvictOptions{};
   o.block_tokens = 0;
   EXPECT_FALSE(EvictPolicy::create(o));
+  o = EvictOptions{};
+  o.protect_share = 1.5;
+  auto share = EvictPolicy::create(o);
+  ASSERT_FALSE(share);
+  EXPECT_NE(share.error().message.find("protect_share"), std::string::npos);
   EXPECT_EQ(parse_evict_kind("sinks-window"), EvictKind::SinksWindow);
   EXPECT_FALSE(parse_evict_kind("lru"));
 }

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "evict_cases.h"
@@ -73,6 +75,41 @@ TEST(EvictEval, BudgetsAreKeptAndForgettingShows) {
   EXPECT_NE(md.find("| sinks-window | 25% |"), std::string::npos) << md;
 }
 
+TEST(EvictEval, CompactPositionsChangeNothingForAPlainWindowButMoveTheSinks) {
+  // RoPE scores depend only on the distance between query and key. A plain
+  // window keeps one contiguous run of tokens, so renumbering it from 0
+  // (K re-rotated) keeps every distance: the predictions must not change
+  // beyond rounding. Sinks + window has a gap between the sink and the
+  // window; closing it brings the sink closer, which must show.
+  EvictEvalOptions o = small_options();
+  o.kv_type = KvType::F32;  // the re-rotated K is not rounded to f16
+  o.budgets = {0.25};
+  o.policies = {EvictKind::Window, EvictKind::SinksWindow};
+  o.policy.recent_tokens = 16;
+  auto keep = run_evict_eval(o, first_cases(3));
+  ASSERT_TRUE(keep) << keep.error().message;
+  o.compact_positions = true;
+  auto compact = run_evict_eval(o, first_cases(3));
+  ASSERT_TRUE(compact) << compact.error().message;
+  ASSERT_EQ(keep->variants.size(), 2u);
+  ASSERT_EQ(compact->variants.size(), 2u);
+  EXPECT_EQ(keep->full_nll, compact->full_nll);
+  const EvictVariantResult& wk = keep->variants[0];
+  const EvictVariantResult& wc = compact->variants[0];
+  EXPECT_EQ(wk.kept_share, wc.kept_share);
+  EXPECT_EQ(wk.top1_agree, wc.top1_agree);
+  for (std::size_t i = 0; i < wk.case_delta_nll.size(); ++i)
+    EXPECT_NEAR(wk.case_delta_nll[i], wc.case_delta_nll[i], 1e-4) << "case " << i;
+  const EvictVariantResult& sk = keep->variants[1];
+  const EvictVariantResult& sc = compact->variants[1];
+  EXPECT_EQ(sk.kept_share, sc.kept_share);
+  double moved = 0.0;
+  for (std::size_t i = 0; i < sk.case_delta_nll.size(); ++i)
+    moved = std::max(moved, std::abs(sk.case_delta_nll[i] - sc.case_delta_nll[i]));
+  EXPECT_GT(moved, 1e-3) << "closing the gap after the sink changed no prediction";
+  EXPECT_NE(evict_markdown(*compact).find("compacted"), std::string::npos);
+}
+
 TEST(EvictEval, ACaseShorterThanPromptAndContinuationIsAnError) {
   EvictEvalOptions o = small_options();
   o.prompt_tokens = 5000;
@@ -107,6 +144,12 @@ TEST(EvictEvalCli, BadFlagsGetAClearMessage) {
   r = test::run_command(base + " --decay 1.5");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("decay"), std::string::npos) << r.err;
+  r = test::run_command(base + " --protect-share 1.5");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--protect-share"), std::string::npos) << r.err;
+  r = test::run_command(base + " --evict-positions shift");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--evict-positions"), std::string::npos) << r.err;
 }
 
 }  // namespace
