@@ -351,7 +351,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.summary.resize(variants.size());
   const PrefillFlops flops(*config);
   const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config->n_layers - 1));
-  const double probe_cost_32 = (probe_layer + flops.qkv_share_of_layer()) / 32.0;
+  const double probe_cost_32 = (probe_layer + flops.v_share_of_layer()) / 32.0;
 
   for (std::size_t i = 0; i < cases->size(); ++i) {
     const TokenizedCase& c = (*cases)[i];

@@ -93,7 +93,7 @@ struct ReuseVariantSummary {
   long probed = 0;
   // Linear FLOPs as a share of a full prefill had the model 32 layers of
   // this shape: a probe then costs probe_layer / 32 of a token and that
-  // layer's Q/K/V projections, which is where blend's first pass gets cheap.
+  // layer's V projection, which is where blend's first pass gets cheap.
   double linear_share_32 = 0.0;
 
   int scored() const { return positions - missing; }
@@ -127,7 +127,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& options, const Re
 
 // Adds one case's figures to a variant's summary.
 // probe_cost_32: one probe's linear arithmetic as a share of a token's in a
-// 32-layer model of this shape, (probe layer + Q/K/V share of a layer) / 32.
+// 32-layer model of this shape, (probe layer + V share of a layer) / 32.
 void accumulate(ReuseVariantSummary& summary, const ReuseCaseResult& c, const ReuseVariantCase& v,
                 double probe_cost_32);
 

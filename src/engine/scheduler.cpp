@@ -67,6 +67,10 @@ struct Scheduler::Sequence {
   bool blend_selected = false;
   std::vector<TokenRange> copied;
   std::vector<float> deviation;  // per position of probe_region
+  // Per position of probe_region, the residual its probe left at the probe
+  // layer ([n][n_embd]): the second pass resumes its rows there instead of
+  // computing the layers before again. Dropped once that pass is built.
+  std::vector<float> probe_residual;
   float blend_ratio = 0.0f;
   bool blend_adaptive = false;
   int blend_probed = 0;
@@ -319,13 +323,15 @@ bool Scheduler::step_once() {
     const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
     logits_.resize(outputs.size() * n_vocab);
     deviation_.resize(probes.size());
+    const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
+    residual_.resize(probes.size() * n_embd);
     const KvView view{cache_.pool().geometry(), views};
-    if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_); !ok) {
+    if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_, residual_); !ok) {
       for (Sequence* s : in_batch) finish(*s, "error", ok.error().message);
     } else {
       for (const BatchToken& t : batch.tokens)
         if (!t.probe && in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
-      take_probe_results(probes, deviation_);
+      take_probe_results(probes, deviation_, residual_);
       for (Sequence* s : in_batch) {
         s->kv.final_limit = s->final_limit();
         cache_.commit(s->kv);
@@ -435,7 +441,9 @@ void Scheduler::admit() {
       if (!s.copied.empty()) {
         s.probe_region = {plan.prefix_tokens, s.copied.back().end};
         s.probe_at = s.probe_region.begin;
-        s.deviation.assign(static_cast<std::size_t>(s.probe_region.end - s.probe_region.begin), 0.0f);
+        const auto region = static_cast<std::size_t>(s.probe_region.end - s.probe_region.begin);
+        s.deviation.assign(region, 0.0f);
+        s.probe_residual.assign(region * static_cast<std::size_t>(model_.config().n_embd), 0.0f);
         s.blend_ratio = s.request.blend_ratio.value_or(reuse.blend_ratio);
         s.blend_adaptive = s.request.blend_adaptive.value_or(reuse.blend_adaptive);
         s.kv.final_limit = s.final_limit();
@@ -507,27 +515,44 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
     s.probe_at += n;
   }
   if (s.blend_pending()) return;  // the second pass waits for every deviation
+  const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
   while (budget > 0 && s.compute_range < s.compute.size()) {
     const TokenRange range = s.compute[s.compute_range];
     const int32_t n = std::min(range.end - s.compute_at, budget);
     for (int32_t pos = s.compute_at; pos < s.compute_at + n; ++pos) {
       const bool want = s.wants_prompt_row(pos);
-      batch.add(s.request.prompt[static_cast<std::size_t>(pos)], pos, seq_index, slot_for(pos), want);
+      const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
+      // Every position of the probe region was probed: it resumes where its
+      // probe stopped, with the same arithmetic as a row run from layer 0.
+      if (!s.probe_residual.empty() && pos >= s.probe_region.begin && pos < s.probe_region.end) {
+        const std::size_t at = static_cast<std::size_t>(pos - s.probe_region.begin) * n_embd;
+        batch.add_resumed(token, pos, seq_index, slot_for(pos), want,
+                          std::span<const float>(s.probe_residual).subspan(at, n_embd));
+        s.prefill_flops += flops_.resumed(pos, batch.probe_layer);
+      } else {
+        batch.add(token, pos, seq_index, slot_for(pos), want);
+        s.prefill_flops += flops_.token(pos);
+      }
       if (want) outputs.push_back({&s, pos});
-      s.prefill_flops += flops_.token(pos);
     }
     budget -= n;
     s.compute_at += n;
     if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
       s.compute_at = s.compute[s.compute_range].begin;
   }
+  if (s.compute_range == s.compute.size()) s.probe_residual = {};  // the batch holds what it needs
 }
 
-void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation) {
+void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation,
+                                   std::span<const float> residual) {
+  const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
   std::vector<Sequence*> measured;
   for (std::size_t i = 0; i < probes.size(); ++i) {
     Sequence& s = *probes[i].seq;
-    s.deviation[static_cast<std::size_t>(probes[i].pos - s.probe_region.begin)] = deviation[i];
+    const auto at = static_cast<std::size_t>(probes[i].pos - s.probe_region.begin);
+    s.deviation[at] = deviation[i];
+    std::copy_n(residual.begin() + static_cast<std::ptrdiff_t>(i * n_embd), n_embd,
+                s.probe_residual.begin() + static_cast<std::ptrdiff_t>(at * n_embd));
     if (measured.empty() || measured.back() != &s) measured.push_back(&s);
   }
   uint64_t recomputed = 0;

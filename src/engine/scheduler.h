@@ -232,9 +232,10 @@ class Scheduler {
   // the batch while `budget` lasts.
   void add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Batch& batch, std::vector<OutputRow>& outputs,
                        std::vector<ProbeRow>& probes);
-  // Files the probes' deviations; a sequence whose first pass is complete
-  // gets its recompute set.
-  void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation);
+  // Files the probes' deviations and residuals; a sequence whose first pass
+  // is complete gets its recompute set.
+  void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation,
+                          std::span<const float> residual);
   void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
   // Releases the sequence's blocks and calls its done callback. `reason`
   // "cancelled" takes the sequence's cancel cause; a preempted one has its
@@ -277,6 +278,7 @@ class Scheduler {
   std::vector<SequencePtr> running_;
   std::vector<float> logits_;  // [n_outputs][n_vocab] of the last forward call
   std::vector<float> deviation_;  // [n_probes] of the last forward call
+  std::vector<float> residual_;   // [n_probes][n_embd] of the last forward call
   PrefillFlops flops_;
   SessionPins pins_;
 };

@@ -64,8 +64,8 @@ uint64_t Model::weight_bytes() const {
   return total;
 }
 
-Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size,
-                          std::size_t deviation_size) const {
+Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size, std::size_t deviation_size,
+                          std::size_t residual_size) const {
   const KvGeometry& g = kv.geometry;
   if (g.n_layers != config_.n_layers || g.n_kv_heads != config_.n_kv_heads || g.head_dim != config_.head_dim)
     return fail("forward: KV geometry does not match the model");
@@ -82,9 +82,11 @@ Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logi
     if (s.slot_positions[static_cast<std::size_t>(t.slot)] != t.pos)
       return fail("forward: slot position does not match token position");
     if (t.probe && t.want_logits) return fail("forward: a probe token cannot return logits");
-    // A probe stops part way, so its attention would count in some layers only.
-    if (t.probe && !s.slot_mass.empty())
-      return fail("forward: a sequence that collects attention statistics cannot hold probe tokens");
+    if (t.probe && t.resumed) return fail("forward: a token cannot be both a probe and resumed");
+    // A probe stops part way and a resumed token starts part way, so their
+    // attention would count in some layers only.
+    if ((t.probe || t.resumed) && !s.slot_mass.empty())
+      return fail("forward: a sequence that collects attention statistics cannot hold probe or resumed tokens");
   }
   for (std::size_t i = 0; i < kv.seqs.size(); ++i) {
     const KvSeqView& s = kv.seqs[i];
@@ -95,18 +97,23 @@ Status Model::check_batch(const Batch& batch, const KvView& kv, std::size_t logi
                   "'s attention statistics need slot_mass and slot_queries, each as long as its slots");
   }
   const std::size_t n_probes = static_cast<std::size_t>(batch.n_probes());
-  if (n_probes > 0 && (batch.probe_layer < 1 || batch.probe_layer >= config_.n_layers))
+  const std::size_t n_resumed = static_cast<std::size_t>(batch.n_resumed());
+  const std::size_t E = static_cast<std::size_t>(config_.n_embd);
+  if ((n_probes > 0 || n_resumed > 0) && (batch.probe_layer < 1 || batch.probe_layer >= config_.n_layers))
     return fail("forward: probe layer " + std::to_string(batch.probe_layer) + " outside 1.." +
                 std::to_string(config_.n_layers - 1));
   if (deviation_size < n_probes) return fail("forward: probe deviation buffer too small");
+  if (residual_size != 0 && residual_size < n_probes * E) return fail("forward: probe residual buffer too small");
+  if (batch.resume_residual.size() != n_resumed * E)
+    return fail("forward: resumed tokens need one residual of n_embd floats each");
   const std::size_t need = static_cast<std::size_t>(batch.n_outputs()) * static_cast<std::size_t>(config_.n_vocab);
   if (logits_size < need) return fail("forward: logits buffer too small");
   return {};
 }
 
 Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool,
-                      std::span<float> probe_deviation) {
-  if (auto ok = check_batch(batch, kv, logits.size(), probe_deviation.size()); !ok) return ok;
+                      std::span<float> probe_deviation, std::span<float> probe_residual) {
+  if (auto ok = check_batch(batch, kv, logits.size(), probe_deviation.size(), probe_residual.size()); !ok) return ok;
   if (batch.empty()) return {};
   const ModelConfig& c = config_;
   const KvGeometry& g = kv.geometry;
@@ -118,22 +125,31 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   std::size_t max_slots = 0;
   for (const auto& s : kv.seqs) max_slots = std::max(max_slots, s.slot_positions.size());
 
-  // The rows still being computed: every token, until the probes leave at
-  // the probe layer. Each row's arithmetic depends only on its own inputs
-  // and the cache, so dropping rows changes nothing for the others.
-  std::span<const BatchToken> rows = batch.tokens;
-  std::size_t T = rows.size();
+  // The rows being computed, in batch order: every token but the resumed
+  // ones, until at the probe layer the probes leave and the resumed tokens
+  // join. Each row's arithmetic depends only on its own inputs and the
+  // cache, so dropping or adding rows changes nothing for the others.
   const bool has_probes = batch.n_probes() > 0;
+  const bool has_resumed = batch.n_resumed() > 0;
+  std::span<const BatchToken> rows = batch.tokens;
+  if (has_resumed) {
+    s_.rows.clear();
+    for (const BatchToken& t : batch.tokens)
+      if (!t.resumed) s_.rows.push_back(t);
+    rows = s_.rows;
+  }
+  std::size_t T = rows.size();
   const bool stats = any_attention_stats(kv);
 
-  grow(s_.x, T * E);            // [T][E] residual stream
-  grow(s_.xn, T * E);           // [T][E] normed input / sublayer output
-  grow(s_.q, T * Q);            // [T][n_heads][head_dim]
-  grow(s_.k, T * KV);           // [T][n_kv_heads][head_dim]
-  grow(s_.v, T * KV);           // [T][n_kv_heads][head_dim]
-  grow(s_.attn, T * Q);         // [T][n_heads][head_dim] attention output
-  grow(s_.ffn_gate, T * F);     // [T][F]
-  grow(s_.ffn_up, T * F);       // [T][F]
+  const std::size_t n_all = batch.tokens.size();  // rows at most, at any layer
+  grow(s_.x, n_all * E);        // [T][E] residual stream
+  grow(s_.xn, n_all * E);       // [T][E] normed input / sublayer output
+  grow(s_.q, n_all * Q);        // [T][n_heads][head_dim]
+  grow(s_.k, n_all * KV);       // [T][n_kv_heads][head_dim]
+  grow(s_.v, n_all * KV);       // [T][n_kv_heads][head_dim]
+  grow(s_.attn, n_all * Q);     // [T][n_heads][head_dim] attention output
+  grow(s_.ffn_gate, n_all * F); // [T][F]
+  grow(s_.ffn_up, n_all * F);   // [T][F]
   const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
   bool by_head = false;
   // A few tokens (decode) are too few to keep every thread busy, so their
@@ -182,7 +198,23 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
 
   for (int layer = 0; layer < c.n_layers; ++layer) {
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
-    const bool measure = has_probes && layer == batch.probe_layer;
+    if (layer < batch.probe_layer && T == 0) continue;  // resumed tokens only: they start later
+    if (layer == batch.probe_layer && (has_probes || has_resumed)) {
+      // The probes need only their V here: measured, they leave before the
+      // rows that go on compute their Q, K and V.
+      if (has_probes) {
+        measure_probes(w, layer, rows, kv, probe_rank, probe_deviation, pool);
+        if (!probe_residual.empty())
+          for (std::size_t t = 0; t < T; ++t)
+            if (rows[t].probe)
+              std::copy_n(x + t * E, E, probe_residual.data() + static_cast<std::size_t>(probe_rank[t]) * E);
+      }
+      T = enter_probe_layer(batch, rows);
+      if (T == 0) return {};  // probes only: nothing more to compute
+      x = s_.x.data();
+      rows = s_.rows;
+      arrange_attention();
+    }
     const int n = static_cast<int>(T);
 
     // Attention sublayer.
@@ -210,19 +242,8 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       // batch or a later one, reads the same stored (possibly f16) values.
       const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(bt.seq)];
       std::byte* block = sv.blocks[static_cast<std::size_t>(bt.slot / g.block_size)];
-      if (measure && bt.probe) {
-        probe_deviation[static_cast<std::size_t>(probe_rank[t])] =
-            static_cast<float>(v_deviation(vt, g, layer, block, bt.slot % g.block_size));
-      } else {
-        write_kv(kt, vt, g, layer, block, bt.slot % g.block_size);
-      }
+      write_kv(kt, vt, g, layer, block, bt.slot % g.block_size);
     });
-    if (measure) {
-      T = drop_probes(rows);
-      if (T == 0) return {};  // probes only: nothing more to compute
-      rows = s_.rows;
-      arrange_attention();
-    }
     const int n_rows = static_cast<int>(T);
     if (stats)
       stats_.begin_layer(rows, kv, c.n_heads,
@@ -300,21 +321,61 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   return {};
 }
 
-std::size_t Model::drop_probes(std::span<const BatchToken> rows) {
-  const std::size_t E = static_cast<std::size_t>(config_.n_embd);
-  const std::size_t Q = static_cast<std::size_t>(config_.n_heads * config_.head_dim);
-  std::vector<BatchToken> kept;
-  kept.reserve(rows.size());
-  for (std::size_t t = 0; t < rows.size(); ++t) {
-    if (rows[t].probe) continue;
-    const std::size_t to = kept.size();
-    if (to != t) {
-      // Only the residual and the query move on: K/V are in the cache already.
-      std::copy_n(s_.x.data() + t * E, E, s_.x.data() + to * E);
-      std::copy_n(s_.q.data() + t * Q, Q, s_.q.data() + to * Q);
+void Model::measure_probes(const LayerWeights& w, int layer, std::span<const BatchToken> rows, const KvView& kv,
+                           std::span<const int32_t> probe_rank, std::span<float> probe_deviation, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const KvGeometry& g = kv.geometry;
+  const std::size_t E = static_cast<std::size_t>(c.n_embd);
+  const std::size_t KV = static_cast<std::size_t>(c.n_kv_heads * c.head_dim);
+  // The probes' normed inputs, gathered in batch order (probe_rank), so that
+  // one V projection covers them all; each row's arithmetic is the one it
+  // would get beside the other rows.
+  std::vector<std::size_t> at;  // batch row of each probe
+  for (std::size_t t = 0; t < rows.size(); ++t)
+    if (rows[t].probe) at.push_back(t);
+  const std::size_t n = at.size();
+  grow(s_.probe_in, n * E);
+  grow(s_.probe_v, n * KV);
+  pool.parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const std::size_t r = static_cast<std::size_t>(probe_rank[at[i]]);
+      rmsnorm(s_.x.data() + at[i] * E, w.attn_norm, c.n_embd, c.rms_eps, s_.probe_in.data() + r * E);
     }
-    kept.push_back(rows[t]);
+  });
+  matmul(w.wv, s_.probe_in.data(), static_cast<int>(n), s_.probe_v.data(), pool);
+  pool.parallel_for(n, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const BatchToken& bt = rows[at[i]];
+      const std::size_t r = static_cast<std::size_t>(probe_rank[at[i]]);
+      float* vt = s_.probe_v.data() + r * KV;
+      if (w.bv != nullptr) add_bias(vt, w.bv, static_cast<int>(KV));
+      const std::byte* block = kv.seqs[static_cast<std::size_t>(bt.seq)].blocks[static_cast<std::size_t>(bt.slot / g.block_size)];
+      probe_deviation[r] = static_cast<float>(v_deviation(vt, g, layer, block, bt.slot % g.block_size));
+    }
+  });
+}
+
+std::size_t Model::enter_probe_layer(const Batch& batch, std::span<const BatchToken> rows) {
+  const std::size_t E = static_cast<std::size_t>(config_.n_embd);
+  std::vector<BatchToken> kept;
+  kept.reserve(batch.tokens.size());
+  grow(s_.x_next, batch.tokens.size() * E);
+  // `rows` are the batch's tokens but the resumed ones, in batch order.
+  std::size_t row = 0, resumed = 0;
+  for (const BatchToken& t : batch.tokens) {
+    const float* from = nullptr;
+    if (t.resumed) {
+      from = batch.resume_residual.data() + resumed++ * E;
+    } else {
+      const std::size_t at = row++;
+      if (rows[at].probe) continue;
+      from = s_.x.data() + at * E;
+    }
+    std::copy_n(from, E, s_.x_next.data() + kept.size() * E);
+    kept.push_back(t);
   }
+  // Only the residual moves on: the layer is computed after the move.
+  std::swap(s_.x, s_.x_next);
   s_.rows = std::move(kept);
   return s_.rows.size();
 }

@@ -49,18 +49,25 @@ class Model {
   // rows with want_logits are written in batch order to `logits`
   // ([n_outputs][n_vocab]). Probe tokens (batch.h) stop at the probe layer;
   // their deviations go, in batch order, to `probe_deviation`
-  // ([n_probes]). Sequences whose view asks for attention statistics
+  // ([n_probes]), and, when probe_residual is not empty, their residuals
+  // at the entry of the probe layer ([n_probes][n_embd]), what resumed
+  // tokens start from. Sequences whose view asks for attention statistics
   // (kv_view.h) get them added. Not reentrant: one call at a time per Model.
   Status forward(const Batch& batch, const KvView& kv, std::span<float> logits, ThreadPool& pool,
-                 std::span<float> probe_deviation = {});
+                 std::span<float> probe_deviation = {}, std::span<float> probe_residual = {});
 
  private:
   Model() = default;
-  Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size,
-                     std::size_t deviation_size) const;
-  // Moves the non-probe rows of the scratch buffers (residual, queries) to
-  // the front and their tokens to s_.rows; returns how many remain.
-  std::size_t drop_probes(std::span<const BatchToken> rows);
+  Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size, std::size_t deviation_size,
+                     std::size_t residual_size) const;
+  // Every probe row's deviation at `layer` (w's layer): its V computed from
+  // the residual s_.x, against the V its slot holds.
+  void measure_probes(const LayerWeights& w, int layer, std::span<const BatchToken> rows, const KvView& kv,
+                      std::span<const int32_t> probe_rank, std::span<float> probe_deviation, ThreadPool& pool);
+  // The rows that compute the probe layer on, in batch order: `rows` less
+  // the probes, plus the resumed tokens with their residuals. Rebuilds the
+  // residual s_.x and s_.rows; returns how many rows there are.
+  std::size_t enter_probe_layer(const Batch& batch, std::span<const BatchToken> rows);
 
   GgufFile file_;
   ModelConfig config_;
@@ -70,9 +77,11 @@ class Model {
   // Scratch reused across calls; grown when a batch is larger than any before.
   struct Scratch {
     std::vector<float> x, xn, q, k, v, attn, ffn_gate, ffn_up, out_rows, att_scores;
+    std::vector<float> probe_in, probe_v;  // the probes' normed inputs and V at the probe layer
+    std::vector<float> x_next;             // the residual being rebuilt at the probe layer
     std::vector<AttentionGroup> att_groups;     // attention work items when not split by head
     std::vector<std::size_t> att_group_starts;  // with statistics: each group's first row, then T
-    std::vector<BatchToken> rows;         // the rows left once probes have stopped
+    std::vector<BatchToken> rows;  // the rows computed when they are not the batch's tokens
   } s_;
   AttentionStatsCollector stats_;  // used only when a sequence asks for statistics
 };

@@ -10,12 +10,17 @@ PrefillFlops::PrefillFlops(const ModelConfig& c) {
   n_layers_ = c.n_layers;
   linear_ = 2.0 * c.n_layers * per_layer;
   attention_per_slot_ = 4.0 * c.n_layers * q_dim;
-  qkv_per_layer_ = 2.0 * (embd * q_dim + 2.0 * embd * kv_dim);
+  v_per_layer_ = 2.0 * embd * kv_dim;
 }
 
 double PrefillFlops::probe(int pos, int probe_layer) const {
   const double share = static_cast<double>(probe_layer) / n_layers_;
-  return share * token(pos) + qkv_per_layer_;
+  return share * token(pos) + v_per_layer_;
+}
+
+double PrefillFlops::resumed(int pos, int probe_layer) const {
+  const double share = static_cast<double>(n_layers_ - probe_layer) / n_layers_;
+  return share * token(pos);
 }
 
 double PrefillFlops::token(int pos) const { return linear_ + attention_per_slot_ * (pos + 1); }

@@ -9,7 +9,9 @@
 //              token at position p sees p + 1 slots (QK^T and the weighted
 //              sum of V, two flops per multiply-add each)
 // A probe (blend's first pass, model/batch.h) costs the layers before the
-// probe layer in full, then the Q, K and V projections of the probe layer.
+// probe layer in full, then the V projection of the probe layer (what it
+// measures; it stops before Q and K); a token resumed there later costs the
+// layers from the probe layer on.
 #pragma once
 
 #include <vector>
@@ -23,12 +25,15 @@ class PrefillFlops {
   explicit PrefillFlops(const ModelConfig& config);
 
   double linear_per_token() const { return linear_; }
-  // The Q, K and V projections' share of one layer's linear arithmetic.
-  double qkv_share_of_layer() const { return qkv_per_layer_ * n_layers_ / linear_; }
+  // The V projection's share of one layer's linear arithmetic.
+  double v_share_of_layer() const { return v_per_layer_ * n_layers_ / linear_; }
   // One token computed at position `pos` (0-based).
   double token(int pos) const;
   // One probe at `pos` measured at `probe_layer`.
   double probe(int pos, int probe_layer) const;
+  // One token at `pos` resumed at `probe_layer` (model/batch.h): the layers
+  // from there on.
+  double resumed(int pos, int probe_layer) const;
   // Every token of a prompt of n tokens.
   double full(int n_tokens) const;
   // The tokens marked computed; computed[p] is position p.
@@ -38,7 +43,7 @@ class PrefillFlops {
   int n_layers_ = 1;
   double linear_ = 0.0;
   double attention_per_slot_ = 0.0;
-  double qkv_per_layer_ = 0.0;
+  double v_per_layer_ = 0.0;
 };
 
 }  // namespace clm

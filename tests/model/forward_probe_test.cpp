@@ -2,7 +2,8 @@
 // probe stops at the probe layer and measures how far its fresh K/V there lie
 // from what its slot holds; the rows computed alongside are untouched by it;
 // and recomputing a subset of a sequence's rows over stored K/V is the
-// ordinary forward, bitwise the same however the subset is batched.
+// ordinary forward, bitwise the same however the subset is batched; rows
+// resumed at the probe layer from their probes' residuals finish the cold run.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -184,6 +185,69 @@ TEST_F(ForwardProbe, RecomputingARowSubsetIsTheSameInOneBatchOrOneByOne) {
   EXPECT_EQ(std::memcmp(one_batch.data(), one_by_one.data(), one_batch.size() * sizeof(float)), 0);
 }
 
+TEST_F(ForwardProbe, RowsResumedFromTheirProbesResidualsAreBitwiseTheColdRun) {
+  // Slots 0..19 hold the cold run's K/V, slots 20..59 another text's: the
+  // probes of 20..59 compute layers 0..L-1 in this context, and their rows
+  // resumed at L, with one row run from layer 0 among them, finish the cold
+  // run exactly.
+  const auto prompt = tokens(60, 7), other = tokens(60, 8);
+  BlockTable& cold = new_table(prompt);
+  const auto reference = compute_all(cold);
+  BlockTable& elsewhere = new_table(other);
+  compute_all(elsewhere);
+  BlockTable& blended = new_table(prompt);
+  copy_slots(cold, blended, 0, 20);
+  copy_slots(elsewhere, blended, 20, 60);
+  const std::size_t E = static_cast<std::size_t>(model_->config().n_embd);
+  const int layer = 2;
+  ASSERT_LT(layer, model_->config().n_layers);
+  Batch probes;
+  probes.probe_layer = layer;
+  for (int s = 20; s < 60; ++s) probes.add_probe(prompt[static_cast<std::size_t>(s)], s, 0, s);
+  std::vector<float> dev(40), residual(40 * E), none;
+  const KvSeqView view = blended.view();
+  ASSERT_TRUE(model_->forward(probes, KvView{g_, {&view, 1}}, none, threads_, dev, residual));
+  Batch second;
+  second.probe_layer = layer;
+  for (int s = 20; s < 60; ++s) {
+    const auto at = static_cast<std::size_t>(s - 20) * E;
+    if (s == 41)  // recomputed from layer 0: the same layers 0..L-1 again
+      second.add(prompt[static_cast<std::size_t>(s)], s, 0, s, false);
+    else
+      second.add_resumed(prompt[static_cast<std::size_t>(s)], s, 0, s, s == 59,
+                         std::span<const float>(residual).subspan(at, E));
+  }
+  const auto logits = run(second, blended);
+  ASSERT_EQ(logits.size(), reference.size());
+  EXPECT_EQ(std::memcmp(logits.data(), reference.data(), logits.size() * sizeof(float)), 0);
+  for (int l = 0; l < g_.n_layers; ++l)
+    for (int s = 0; s < 60; ++s) ASSERT_EQ(kv_row(blended, l, s), kv_row(cold, l, s)) << l << " " << s;
+}
+
+TEST_F(ForwardProbe, RejectsResumedRowsWithoutTheirResiduals) {
+  const auto prompt = tokens(8, 9);
+  BlockTable& t = new_table(prompt);
+  const KvSeqView view = t.view();
+  std::vector<float> logits(static_cast<std::size_t>(model_->config().n_vocab));
+  const std::vector<float> residual(static_cast<std::size_t>(model_->config().n_embd));
+  Batch short_residual;
+  short_residual.add_resumed(prompt[0], 0, 0, 0, false, std::span<const float>(residual).first(1));
+  EXPECT_FALSE(model_->forward(short_residual, KvView{g_, {&view, 1}}, logits, threads_));
+  Batch both;
+  both.add_resumed(prompt[0], 0, 0, 0, false, residual);
+  both.tokens.back().probe = true;
+  std::vector<float> dev(1);
+  EXPECT_FALSE(model_->forward(both, KvView{g_, {&view, 1}}, logits, threads_, dev));
+  Batch bad_layer;
+  bad_layer.add_resumed(prompt[0], 0, 0, 0, false, residual);
+  bad_layer.probe_layer = model_->config().n_layers;
+  EXPECT_FALSE(model_->forward(bad_layer, KvView{g_, {&view, 1}}, logits, threads_));
+  Batch probe;
+  probe.add_probe(prompt[0], 0, 0, 0);
+  std::vector<float> too_small(1);
+  EXPECT_FALSE(model_->forward(probe, KvView{g_, {&view, 1}}, logits, threads_, dev, too_small));
+}
+
 TEST_F(ForwardProbe, RejectsProbesThatCannotBeMeasured) {
   const auto prompt = tokens(8, 6);
   BlockTable& t = new_table(prompt);
@@ -191,7 +255,7 @@ TEST_F(ForwardProbe, RejectsProbesThatCannotBeMeasured) {
   std::vector<float> logits(static_cast<std::size_t>(model_->config().n_vocab));
   std::vector<float> dev(4);
   Batch wants_logits;
-  wants_logits.tokens.push_back({prompt[0], 0, 0, 0, true, true});
+  wants_logits.tokens.push_back({prompt[0], 0, 0, 0, true, true, false});
   EXPECT_FALSE(model_->forward(wants_logits, KvView{g_, {&view, 1}}, logits, threads_, dev));
   Batch bad_layer;
   bad_layer.add_probe(prompt[0], 0, 0, 0);

@@ -35,13 +35,16 @@ TEST(PrefillFlops, CountsBlocksAndAttentionByPosition) {
   EXPECT_EQ(f.full(0), 0.0);
 }
 
-TEST(PrefillFlops, AProbeCostsTheLayersBeforeItsLayerAndThatLayersProjections) {
+TEST(PrefillFlops, AProbeCostsTheLayersBeforeItsLayerAndThatLayersVProjection) {
   const PrefillFlops f(small_config());
-  // Layer 0 of a token at position 9: (720 + 480) / 3; then wq, wk, wv of
-  // layer 1: 2 * (16 + 8 + 8).
-  EXPECT_EQ(f.probe(9, 1), 400.0 + 64.0);
-  EXPECT_EQ(f.probe(9, 2), 800.0 + 64.0);
-  EXPECT_DOUBLE_EQ(f.qkv_share_of_layer(), 64.0 / 240.0);
+  // Layer 0 of a token at position 9: (720 + 480) / 3; then wv of layer 1:
+  // 2 * 8.
+  EXPECT_EQ(f.probe(9, 1), 400.0 + 16.0);
+  EXPECT_EQ(f.probe(9, 2), 800.0 + 16.0);
+  EXPECT_DOUBLE_EQ(f.v_share_of_layer(), 16.0 / 240.0);
+  // Resumed at layer 1: layers 1 and 2 of the same token.
+  EXPECT_EQ(f.resumed(9, 1), 800.0);
+  EXPECT_EQ(f.probe(9, 1) - 16.0 + f.resumed(9, 1), f.token(9));
 }
 
 }  // namespace
