@@ -62,6 +62,10 @@ struct EngineOptions {
   // The tiers' background writer queues at most this many MiB of blocks;
   // beyond it writes are dropped (and counted), never waited for.
   std::size_t tier_write_queue_mb = 256;
+  // Self-managed context (SchedulerOptions::kv_budget_tokens, ::evict): a
+  // sequence's KV budget in tokens (0: none) and the eviction policy.
+  int kv_budget_tokens = 0;
+  EvictOptions evict;
 };
 
 struct GenerateOptions {
@@ -75,6 +79,7 @@ struct GenerateOptions {
   std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
   std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
+  std::optional<int> kv_budget_tokens;  // overrides EngineOptions::kv_budget_tokens
 };
 
 using GeneratedToken = TokenEvent;
@@ -92,6 +97,7 @@ struct GenerationStats {
   double decode_s = 0.0;    // first token to the end
   std::string stop_reason;  // "stop" (end token), "length", "cancelled"
   std::string note;         // why it ended early, if it did
+  int evicted_tokens = 0;   // K/V slots forgotten within the KV budget (RequestSummary)
 };
 
 struct EngineCacheStats {
