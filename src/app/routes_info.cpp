@@ -71,6 +71,13 @@ json scheduler_json(const SchedulerStats& s) {
           {"blend_probed_tokens", s.blend_probed_tokens},
           {"blend_recomputed_tokens", s.blend_recomputed_tokens},
           {"prefill_flops", s.prefill_flops},
+          {"kv_budget",
+           {{"evicted_blocks_by_reason",
+             {{"budget", s.evicted_blocks_budget}, {"pressure", s.evicted_blocks_pressure}}},
+            {"evicted_tokens", s.evicted_tokens},
+            {"candidates_queued", s.evict_candidates},
+            {"protected_blocks", s.evict_protected_blocks},
+            {"sequences_over_budget", s.sequences_over_budget}}},
           {"ttft_p50_s", s.ttft_p50_s},
           {"ttft_p95_s", s.ttft_p95_s},
           {"tokens_per_second", s.tokens_per_second}};

@@ -40,6 +40,13 @@ std::size_t KvBudget::table_block(int policy_block) const {
 }
 
 int KvBudget::enforce(KvCacheManager& cache, CachedSequence& kv, const Tokenizer& tokenizer) {
+  observe(kv, tokenizer);
+  const auto picked = policy_.fit_budget(budget_);
+  forget(cache, kv, picked);
+  return static_cast<int>(picked.size());
+}
+
+void KvBudget::observe(const CachedSequence& kv, const Tokenizer& tokenizer) {
   // Forgotten blocks all lie in what the policy has seen, so the policy slot
   // of table slot s past them is s + evicted_tokens().
   const int seen = evicted_tokens() + kv.written;
@@ -70,9 +77,6 @@ int KvBudget::enforce(KvCacheManager& cache, CachedSequence& kv, const Tokenizer
     std::fill(mass_.begin(), mass_.end(), 0.0f);
     std::fill(queries_.begin(), queries_.end(), 0u);
   }
-  const auto picked = policy_.fit_budget(budget_);
-  forget(cache, kv, picked);
-  return static_cast<int>(picked.size());
 }
 
 int KvBudget::reclaim(KvCacheManager& cache, CachedSequence& kv, int max_blocks) {

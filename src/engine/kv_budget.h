@@ -38,9 +38,12 @@ class KvBudget {
 
   // The sequence's view with statistics buffers as long as its slots.
   KvSeqView view(const CachedSequence& kv);
-  // After a forward pass committed the sequence's new K/V: the policy sees
-  // the newly written tokens, aggregates when due, and the blocks it picks
-  // to bring the sequence within budget are forgotten. Returns how many.
+  // The policy sees the tokens written since it last looked (their text,
+  // for the protect rules) and aggregates the statistics when due.
+  void observe(const CachedSequence& kv, const Tokenizer& tokenizer);
+  // After a forward pass committed the sequence's new K/V: observe(), then
+  // the blocks the policy picks to bring the sequence within budget are
+  // forgotten. Returns how many.
   int enforce(KvCacheManager& cache, CachedSequence& kv, const Tokenizer& tokenizer);
   // Under pool pressure: forgets up to max_blocks candidates, lowest first.
   int reclaim(KvCacheManager& cache, CachedSequence& kv, int max_blocks);

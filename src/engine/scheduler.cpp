@@ -20,6 +20,14 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 constexpr std::size_t kTtftWindow = 1024;
 
+// Blocks live sequences forgot, counted under the scheduler's lock.
+void count_evicted(std::mutex& mu, SchedulerStats& stats, uint64_t blocks, bool pressure, int block_size) {
+  if (blocks == 0) return;
+  std::lock_guard lock(mu);
+  (pressure ? stats.evicted_blocks_pressure : stats.evicted_blocks_budget) += blocks;
+  stats.evicted_tokens += blocks * static_cast<uint64_t>(block_size);
+}
+
 // Nearest-rank percentile of an unsorted sample.
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
@@ -495,15 +503,32 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
     s.probe_at += n;
   }
   if (s.blend_pending()) return;  // the second pass waits for every deviation
+  bool rows_added = false;
   while (budget > 0 && s.compute_range < s.compute.size()) {
     const TokenRange range = s.compute[s.compute_range];
     int32_t n = std::min(range.end - s.compute_at, budget);
     if (s.budget) {
-      // Room for this chunk, reserved as the prompt goes (see admission_tokens).
+      // None of its rows is in the batch yet, so its slots may still move:
+      // it first forgets what its budget (an attached prefix may exceed it)
+      // and the pool's pressure ask of it, then reserves room for this chunk
+      // (see admission_tokens).
+      s.batched = rows_added;
+      if (!rows_added)
+        count_evicted(mu_, stats_, static_cast<uint64_t>(s.budget->enforce(cache_, s.kv, model_.tokenizer())), false,
+                      cache_.pool().geometry().block_size);
+      // A chunk is at most the budget, so the sequence holds at most twice it.
+      n = std::min(n, s.budget->budget_tokens());
       const int room = s.kv.table.capacity() - s.kv.table.n_slots();
-      if (room < n && !cache_.reserve(s.kv, n) &&
-          !(relieve_pressure(cache_.available_blocks() + 1) && cache_.reserve(s.kv, n)))
-        n = room;
+      const int block = cache_.pool().geometry().block_size;
+      if (room < n && !cache_.reserve(s.kv, n)) {
+        // Short of blocks: whatever the pool can give after the running
+        // sequences forgot what they may, a smaller chunk if need be.
+        relieve_pressure(cache_.available_blocks() + static_cast<std::size_t>((n - room + block - 1) / block));
+        n = std::min(n, room + static_cast<int>(cache_.available_blocks()) * block);
+        if (n > room && !cache_.reserve(s.kv, n)) n = room;
+      }
+      s.batched = true;
+      if (n == 0 && rows_added) break;  // the next step goes on
       if (n == 0) {
         s.preempt_cause = PreemptCause::KvCacheFull;
         finish(s, "length", "preempted: the KV cache is full");
@@ -516,6 +541,7 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
       if (want) outputs.push_back({&s, pos});
       s.prefill_flops += flops_.token(pos);
     }
+    rows_added = true;
     budget -= n;
     s.compute_at += n;
     if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
@@ -665,14 +691,16 @@ void Scheduler::enforce_budgets(const std::vector<Sequence*>& in_batch) {
   uint64_t blocks = 0;
   for (Sequence* s : in_batch)
     if (s->budget && !s->finished) blocks += static_cast<uint64_t>(s->budget->enforce(cache_, s->kv, model_.tokenizer()));
-  if (blocks == 0) return;
-  std::lock_guard lock(mu_);
-  stats_.evicted_blocks_budget += blocks;
-  stats_.evicted_tokens += blocks * static_cast<uint64_t>(cache_.pool().geometry().block_size);
+  count_evicted(mu_, stats_, blocks, false, cache_.pool().geometry().block_size);
 }
+
 
 bool Scheduler::relieve_pressure(std::size_t need) {
   uint64_t blocks = 0;
+  // Each sequence's policy first sees what it holds (an attached prefix is
+  // not seen until its first forward pass).
+  for (auto& sp : running_)
+    if (!sp->finished && !sp->batched && sp->budget) sp->budget->observe(sp->kv, model_.tokenizer());
   while (cache_.available_blocks() < need) {
     // The lowest-scored candidate of any running sequence goes first.
     Sequence* lowest = nullptr;
@@ -703,11 +731,7 @@ bool Scheduler::relieve_pressure(std::size_t need) {
     }
     if (!shed) break;
   }
-  if (blocks > 0) {
-    std::lock_guard lock(mu_);
-    stats_.evicted_blocks_pressure += blocks;
-    stats_.evicted_tokens += blocks * static_cast<uint64_t>(cache_.pool().geometry().block_size);
-  }
+  count_evicted(mu_, stats_, blocks, true, cache_.pool().geometry().block_size);
   return cache_.available_blocks() >= need;
 }
 
