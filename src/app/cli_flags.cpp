@@ -97,6 +97,20 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->capture_default_str();
   cmd.add_option("--cache-ttl", o.cache_ttl_s, "seconds an unused cached block may stay (0: until memory is needed)")
       ->check(CLI::Range(0.0, 1e9));
+  cmd.add_option("--kv-budget-tokens", o.kv_budget_tokens,
+                 "self-managed context: a sequence holds at most this many tokens of K/V and forgets the blocks "
+                 "--evict picks instead of stopping, so it can run past --ctx-size (0: no budget)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--evict",
+         // CLI11 has checked the name, so the lookup cannot fail.
+         [&o](const std::string& v) { o.evict.kind = parse_evict_kind(v).value_or(o.evict.kind); },
+         "what a sequence over its KV budget forgets: attention (blocks that received the least attention "
+         "per query), window (the oldest), sinks-window (the oldest after the first block) or h2o (least "
+         "summed attention)")
+      ->check(CLI::IsMember({"attention", "window", "sinks-window", "h2o"}))
+      ->default_str(std::string(evict_kind_name(o.evict.kind)));
   add_tier_flags(cmd, f.tiers);
 }
 

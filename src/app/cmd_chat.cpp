@@ -110,10 +110,11 @@ int chat(ChatFlags& f) {
     const ReuseCounts& r = stats->reuse;
     std::fprintf(stderr,
                  "[%d prompt tokens: %d reused from the cache (%d prefix, %d shifted), %d computed (%d of them "
-                 "recomputed in shifted spans); first token after %.1f ms; %d generated]\n",
+                 "recomputed in shifted spans); first token after %.1f ms; %d generated; %d forgotten within "
+                 "the KV budget]\n",
                  stats->prompt_tokens, stats->cached_tokens, r.prefix, r.shift,
                  stats->prompt_tokens - stats->cached_tokens, r.recomputed, stats->time_to_first_token_s * 1e3,
-                 stats->generated_tokens);
+                 stats->generated_tokens, stats->evicted_tokens);
   }
   return 0;
 }

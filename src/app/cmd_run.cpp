@@ -103,6 +103,7 @@ int run(const RunFlags& f) {
         {"reuse", reuse_json(stats->reuse)},
         {"blend_probed", stats->blend_probed},
         {"prefill_flops", stats->prefill_flops},
+        {"evicted_tokens", stats->evicted_tokens},
         {"timings",
          {{"time_to_first_token_ms", stats->time_to_first_token_s * 1e3},
           {"prompt_tokens_per_second", prefill_tps},

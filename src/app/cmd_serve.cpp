@@ -87,12 +87,17 @@ int serve(ServeFlags& f) {
   if (!renderer) return 1;
   f.server.defaults.model_id = model_id_of(engine->options().model_path);
   f.server.defaults.sampler = f.sampler;
-  f.server.defaults.max_tokens_limit = engine->options().n_ctx;
+  // A sequence with a KV budget forgets instead of stopping at the context.
+  f.server.defaults.max_tokens_limit = engine->options().kv_budget_tokens > 0 ? 1 << 24 : engine->options().n_ctx;
   f.server.defaults.max_tokens = std::min(f.server.defaults.max_tokens, engine->options().n_ctx);
   f.server.defaults.n_vocab = engine->model().tokenizer().n_vocab();
+  // A KV budget lets a prompt outgrow the context; its bytes are then
+  // bounded as if the context were kBudgetPromptContexts times larger.
+  constexpr std::size_t kBudgetPromptContexts = 16;
   if (f.server.limits.max_prompt_bytes == 0)
-    f.server.limits.max_prompt_bytes =
-        static_cast<std::size_t>(engine->options().n_ctx) * longest_token_bytes(engine->model().tokenizer());
+    f.server.limits.max_prompt_bytes = static_cast<std::size_t>(engine->options().n_ctx) *
+                                       (engine->options().kv_budget_tokens > 0 ? kBudgetPromptContexts : 1) *
+                                       longest_token_bytes(engine->model().tokenizer());
 
   // Declared before the server, whose sessions tell it of every change.
   std::unique_ptr<SessionArchive> archive;

@@ -46,7 +46,9 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
   const int n_ctx = ctx.engine.options().n_ctx;
-  if (static_cast<int>(job->prompt_.size()) >= n_ctx)
+  // With a KV budget the sequence forgets as it goes: the context does not bound it.
+  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().kv_budget_tokens);
+  if (kv_budget == 0 && static_cast<int>(job->prompt_.size()) >= n_ctx)
     return std::unexpected(api_error(ErrorKind::ContextExceeded,
                                      "the prompt is " + std::to_string(job->prompt_.size()) +
                                          " tokens; this server's context holds " + std::to_string(n_ctx),
@@ -60,6 +62,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.reuse = r.reuse;
   sr.block_strategy = r.block_strategy;
+  sr.kv_budget_tokens = r.kv_budget_tokens;
   if (r.blend) {
     sr.blend_ratio = r.blend->ratio;
     sr.blend_adaptive = r.blend->adaptive;
@@ -175,7 +178,7 @@ std::string GenerationJob::finish_reason() const {
 
 Usage GenerationJob::usage() const {
   return {static_cast<int>(prompt_.size()), consumed_, summary_.cached_tokens, summary_.reuse, summary_.blend_probed,
-          summary_.prefill_flops};
+          summary_.prefill_flops, summary_.evicted_tokens};
 }
 
 TokenLogprob GenerationJob::logprob_entry(int32_t id, std::optional<float> logprob,

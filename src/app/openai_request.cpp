@@ -193,6 +193,11 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
   if (auto e = read_reuse(body, r.reuse)) return e;
   if (auto e = read_blend_ratio(body, r.blend)) return e;
   if (auto e = read_block_strategy(body, r.block_strategy)) return e;
+  if (field(body, "kv_budget_tokens")) {
+    int budget = 0;
+    if (auto e = read_int(body, "kv_budget_tokens", 0, 1 << 24, budget)) return e;
+    r.kv_budget_tokens = budget;
+  }
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   return std::nullopt;
 }

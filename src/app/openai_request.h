@@ -49,6 +49,7 @@ struct GenerationRequest {
   std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
   std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
   std::optional<BlockStrategy> block_strategy;  // extension: overrides --block-strategy
+  std::optional<int> kv_budget_tokens;  // extension: overrides --kv-budget-tokens (0: none)
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
 };
 

@@ -79,6 +79,7 @@ json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"evicted_tokens", u.evicted_tokens},
           {"prompt_tokens_details",
            {{"cached_tokens", u.cached_tokens},
             {"reuse", reuse_json(u.reuse)},

@@ -36,6 +36,7 @@ struct Usage {
   ReuseCounts reuse;      // where each prompt token's K/V came from; sums to prompt_tokens
   int blend_probed = 0;        // prompt tokens blend's first pass probed
   double prefill_flops = 0.0;  // arithmetic the prompt cost, probes included
+  int evicted_tokens = 0;      // K/V slots forgotten within the KV budget (--kv-budget-tokens)
 };
 
 // What every object of one response shares.

@@ -44,6 +44,14 @@ ServerMetrics::ServerMetrics() {
   r.define_counter("clmcache_session_pins_expired_total", "session pins dropped at --session-timeout");
   r.define_counter("clmcache_session_pins_released_total",
                    "session pins given up for room: the --session-pin-max-share bound, or a request needing it");
+  r.define_counter("clmcache_kv_evicted_blocks_total",
+                   "KV blocks live sequences forgot under their KV budget, by reason: budget (the sequence outgrew "
+                   "it), pressure (the pool was short for admission or growth)");
+  r.define_counter("clmcache_kv_evicted_tokens_total", "K/V slots live sequences forgot under their KV budget");
+  r.define_gauge("clmcache_kv_evict_candidates", "blocks of running budgeted sequences queued as eviction candidates");
+  r.define_gauge("clmcache_kv_evict_protected_blocks", "blocks of running budgeted sequences a protect rule keeps");
+  r.define_gauge("clmcache_kv_sequences_over_budget",
+                 "running sequences holding more than their KV budget (only blocks the policy never evicts are left)");
   define_tier_metrics(r);
 }
 
@@ -83,6 +91,14 @@ void ServerMetrics::update_scheduler(const SchedulerStats& s) {
   registry_.set_counter("clmcache_blend_probed_tokens_total", {}, static_cast<double>(s.blend_probed_tokens));
   registry_.set_counter("clmcache_blend_recomputed_tokens_total", {}, static_cast<double>(s.blend_recomputed_tokens));
   registry_.set_counter("clmcache_prefill_flops_total", {}, s.prefill_flops);
+  registry_.set_counter("clmcache_kv_evicted_blocks_total", {{"reason", "budget"}},
+                        static_cast<double>(s.evicted_blocks_budget));
+  registry_.set_counter("clmcache_kv_evicted_blocks_total", {{"reason", "pressure"}},
+                        static_cast<double>(s.evicted_blocks_pressure));
+  registry_.set_counter("clmcache_kv_evicted_tokens_total", {}, static_cast<double>(s.evicted_tokens));
+  registry_.set("clmcache_kv_evict_candidates", {}, s.evict_candidates);
+  registry_.set("clmcache_kv_evict_protected_blocks", {}, s.evict_protected_blocks);
+  registry_.set("clmcache_kv_sequences_over_budget", {}, s.sequences_over_budget);
   for (std::size_t i = 0; i < kCancelCauses; ++i)
     registry_.set_counter("clmcache_requests_cancelled_total",
                           {{"cause", std::string(to_string(static_cast<CancelCause>(i)))}},

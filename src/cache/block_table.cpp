@@ -60,6 +60,17 @@ void BlockTable::set_position(int32_t slot, int32_t pos) {
   p = pos;
 }
 
+void BlockTable::erase_block(std::size_t b) {
+  const std::size_t bs = static_cast<std::size_t>(block_size_);
+  CLM_CHECK(b < blocks_.size() && (b + 1) * bs <= positions_.size(), "erase_block of a block that is not full");
+  blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(b));
+  block_ptrs_.erase(block_ptrs_.begin() + static_cast<std::ptrdiff_t>(b));
+  const auto first = static_cast<std::ptrdiff_t>(b * bs);
+  const auto last = first + static_cast<std::ptrdiff_t>(bs);
+  positions_.erase(positions_.begin() + first, positions_.begin() + last);
+  tokens_.erase(tokens_.begin() + first, tokens_.begin() + last);
+}
+
 void BlockTable::clear() {
   blocks_.clear();
   block_ptrs_.clear();

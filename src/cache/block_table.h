@@ -48,6 +48,10 @@ class BlockTable {
   void set_position(int32_t slot, int32_t pos);
   // Forgets all blocks and slots without touching the pool.
   void clear();
+  // Removes block b and its slots (a hole: later slots move down a block and
+  // keep their positions) without touching the pool; the caller holds the
+  // reference it drops. Block b must be full.
+  void erase_block(std::size_t b);
 
   // Valid until the table changes.
   KvSeqView view() const { return {block_ptrs_, positions_}; }

@@ -34,6 +34,7 @@ struct CacheStats {
   uint64_t evictions_ttl = 0;            // dropped after their time-to-live
   uint64_t copy_on_write = 0;            // shared blocks copied before a write
   uint64_t blocks_deduplicated = 0;      // computed twice concurrently; one copy adopted
+  uint64_t blocks_forgotten = 0;         // dropped from a live sequence over its KV budget (evict_block)
 
   double block_hit_rate() const { return ratio(blocks_hit, blocks_looked_up); }
   double token_hit_rate() const { return ratio(reused_tokens, prompt_tokens); }

@@ -95,8 +95,10 @@ int KvCacheManager::begin(CachedSequence& seq, std::span<const int32_t> prompt, 
 }
 
 std::size_t KvCacheManager::available_blocks() const {
-  // Every idle cached block can be evicted: a sequence holds a block's whole
-  // chain of parents, so an idle block's children are idle too and go first.
+  // Every idle cached block can be evicted: whoever holds a cached block
+  // holds its cached parent (a chain is attached whole, a fork copies it,
+  // and evict_block detaches the block after a hole from the block it
+  // forgets), so an idle block's children are idle too and go first.
   return pool_.n_free() + n_idle_cached_;
 }
 
@@ -312,6 +314,39 @@ void KvCacheManager::fork(const CachedSequence& from, CachedSequence& to) {
   for (int s = 0; s < src.n_slots(); ++s) to.table.append(src.tokens()[static_cast<std::size_t>(s)], src.positions()[static_cast<std::size_t>(s)]);
 }
 
+void KvCacheManager::evict_block(CachedSequence& seq, std::size_t b) {
+  BlockTable& t = seq.table;
+  const int32_t bs = block_size_;
+  const int32_t first = static_cast<int32_t>(b) * bs;
+  CLM_CHECK(b < t.blocks().size() && first + bs <= seq.written, "evict_block of a block not written in full");
+  const BlockId id = t.blocks()[b];
+  // Every holder of a cached block holds its cached parent (a chain is
+  // attached whole, a fork copies the table): that is why an idle cached
+  // block is always evictable and available_blocks() is exact. This
+  // sequence keeps the block after the hole, so it stops being a child of
+  // the one it forgets.
+  if (b + 1 < t.blocks().size()) {
+    const BlockId next = t.blocks()[b + 1];
+    if (cached(next) && meta(next).parent_block == id) unlink_from_parent(next);
+  }
+  t.erase_block(b);
+  // Later slots move down a block. Keys describe leading blocks that form
+  // an exact prefix: those after the hole no longer do.
+  if (seq.keys.size() > b) seq.keys.resize(b);
+  if (seq.n_cached_blocks > b) --seq.n_cached_blocks;
+  seq.written -= bs;
+  // What is computed from now on attends to a context with a hole: never
+  // what a cold run computes.
+  seq.exact_limit = std::min(seq.exact_limit, first);
+  if (seq.final_limit != INT32_MAX && seq.final_limit > first) seq.final_limit = std::max(first, seq.final_limit - bs);
+  if (seq.labels.size() > static_cast<std::size_t>(first)) {
+    const auto end = std::min(seq.labels.size(), static_cast<std::size_t>(first + bs));
+    seq.labels.erase(seq.labels.begin() + first, seq.labels.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  if (pool_.release(id) == 0) on_idle(id);
+  ++counters_.blocks_forgotten;
+}
+
 void KvCacheManager::release(CachedSequence& seq) {
   keep_tail(seq);
   const auto& blocks = seq.table.blocks();
@@ -356,20 +391,26 @@ void KvCacheManager::unregister(BlockId id) {
     }
   }
   spans_.remove(id, stored_tokens(id));
-  if (m.parent_block != kNoBlock) {
-    for (auto [first, last] = child_blocks_.equal_range(m.parent_block); first != last; ++first) {
-      if (first->second == id) {
-        child_blocks_.erase(first);
-        break;
-      }
-    }
-    Meta& p = meta(m.parent_block);
-    // The parent may now be a leaf: if idle, it becomes evictable.
-    if (--p.cached_children == 0 && cached(m.parent_block) && pool_.refcount(m.parent_block) == 0 && !p.in_list)
-      list_insert_by_age(m.parent_block, p.level);
-  }
+  unlink_from_parent(id);
   ++generation_[static_cast<std::size_t>(id)];
   m = Meta{};
+}
+
+void KvCacheManager::unlink_from_parent(BlockId id) {
+  Meta& m = meta(id);
+  const BlockId parent = m.parent_block;
+  if (parent == kNoBlock) return;
+  for (auto [first, last] = child_blocks_.equal_range(parent); first != last; ++first) {
+    if (first->second == id) {
+      child_blocks_.erase(first);
+      break;
+    }
+  }
+  m.parent_block = kNoBlock;
+  Meta& p = meta(parent);
+  // The parent may now be a leaf: if idle, it becomes evictable.
+  if (--p.cached_children == 0 && cached(parent) && pool_.refcount(parent) == 0 && !p.in_list)
+    list_insert_by_age(parent, p.level);
 }
 
 BlockId KvCacheManager::evict_one() {

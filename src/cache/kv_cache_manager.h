@@ -142,6 +142,15 @@ class KvCacheManager {
   // including a partial last block, which is copied on the first write into
   // it. Room `from` reserved beyond its tokens stays its own.
   void fork(const CachedSequence& from, CachedSequence& to);
+  // Forgets block b of the sequence (a full, written block; self-managed
+  // context): it leaves the table, later slots keep their positions, and
+  // the sequence's reference is dropped, so the block is freed unless
+  // another sequence holds it or it stays as an idle cached block. Nothing
+  // the sequence computes after the hole is published as an exact prefix.
+  // The cached block after it is detached from it, so that no sequence holds
+  // a cached block without its cached parent (what keeps available_blocks()
+  // exact with holes).
+  void evict_block(CachedSequence& seq, std::size_t b);
   // Ends a sequence: registered blocks stay resident and reusable, others
   // are freed. The tail goes first so leaves are evicted before parents.
   // With partial-block reuse, a partly filled last block is kept too (its
@@ -250,6 +259,9 @@ class KvCacheManager {
   BlockId allocate_block();  // free stack first, then eviction
   BlockId evict_one();
   void unregister(BlockId id);
+  // Removes a cached block from under its parent (it becomes a root); the
+  // parent may become an evictable leaf.
+  void unlink_from_parent(BlockId id);
   void on_idle(BlockId id);  // refcount reached zero
   // Intrusive LRU lists: index 0 normal, 1 hot; sentinels at n_blocks + level.
   void list_push_back(BlockId id, Level level);

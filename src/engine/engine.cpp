@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 
+#include "engine/kv_budget.h"
 #include "model/fingerprint.h"
 
 namespace clm {
@@ -23,6 +24,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (options.reuse.min_reuse_tokens < 1) return fail("min reuse tokens must be at least 1");
   if (options.reuse.window < 0) return fail("reuse window must not be negative");
   if (options.reuse.lead < 0) return fail("reuse lead must not be negative");
+  if (options.kv_budget_tokens < 0) return fail("kv budget must not be negative");
+  if (options.kv_budget_tokens > 0) {
+    // The same checks a request meets, once at start: a bad budget or
+    // protect rule is a startup error, not every request's.
+    if (auto b = KvBudget::create(options.kv_budget_tokens, options.evict, options.block_size); !b)
+      return fail("--kv-budget-tokens: " + b.error().message);
+  }
   if (!(options.reuse.blend_ratio >= 0.0f && options.reuse.blend_ratio <= 1.0f))
     return fail("blend ratio must be in [0, 1]");
   if (options.reuse.blend_layer < 1) return fail("blend layer must be at least 1");
@@ -90,6 +98,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.typer = std::move(typer);
   sched.tiers = e->tiers_.get();
   sched.session_pins.max_share = options.session_pin_max_share;
+  sched.kv_budget_tokens = options.kv_budget_tokens;
+  sched.evict = options.evict;
   if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
@@ -111,6 +121,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.blend_adaptive = options.blend_adaptive;
   req.block_strategy = options.block_strategy;
   req.prompt_logprobs = options.prompt_logprobs;
+  req.kv_budget_tokens = options.kv_budget_tokens;
 
   struct Wait {
     std::mutex mu;
@@ -161,6 +172,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   }
   out.stop_reason = s.stop_reason;
   out.note = s.note;
+  out.evicted_tokens = s.evicted_tokens;
   return out;
 }
 

@@ -65,6 +65,10 @@ struct EngineOptions {
   // Most of the pool conversations' pinned prefixes may hold (a share in
   // [0, 1]; 0: sessions pin nothing). See engine/session_pins.h.
   double session_pin_max_share = SessionPinOptions{}.max_share;
+  // Self-managed context (SchedulerOptions::kv_budget_tokens, ::evict): a
+  // sequence's KV budget in tokens (0: none) and the eviction policy.
+  int kv_budget_tokens = 0;
+  EvictOptions evict;
 };
 
 struct GenerateOptions {
@@ -78,6 +82,7 @@ struct GenerateOptions {
   std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
   std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
+  std::optional<int> kv_budget_tokens;  // overrides EngineOptions::kv_budget_tokens
 };
 
 using GeneratedToken = TokenEvent;
@@ -95,6 +100,7 @@ struct GenerationStats {
   double decode_s = 0.0;    // first token to the end
   std::string stop_reason;  // "stop" (end token), "length", "cancelled"
   std::string note;         // why it ended early, if it did
+  int evicted_tokens = 0;   // K/V slots forgotten within the KV budget (RequestSummary)
 };
 
 struct EngineCacheStats {

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/blend_selection.h"
+#include "engine/kv_budget.h"
 #include "model/logprobs.h"
 #include "util/check.h"
 
@@ -18,6 +19,14 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 }
 
 constexpr std::size_t kTtftWindow = 1024;
+
+// Blocks live sequences forgot, counted under the scheduler's lock.
+void count_evicted(std::mutex& mu, SchedulerStats& stats, uint64_t blocks, bool pressure, int block_size) {
+  if (blocks == 0) return;
+  std::lock_guard lock(mu);
+  (pressure ? stats.evicted_blocks_pressure : stats.evicted_blocks_budget) += blocks;
+  stats.evicted_tokens += blocks * static_cast<uint64_t>(block_size);
+}
 
 // Nearest-rank percentile of an unsorted sample.
 double percentile(std::vector<double> v, double p) {
@@ -77,6 +86,11 @@ struct Scheduler::Sequence {
   double prefill_flops = 0.0;
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
   std::vector<TierEntry> promoted;  // read from the tiers at submit, adopted before admission
+  // With a KV budget the sequence can outgrow: what it forgets and why.
+  std::optional<KvBudget> budget;
+  bool unbounded = false;  // has a KV budget, so n_ctx does not bound it
+  bool batched = false;    // has rows in the batch being built: its slots must not move
+  int evicted_tokens() const { return budget ? budget->evicted_tokens() : 0; }
   int generated = 0;
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
@@ -103,7 +117,12 @@ struct Scheduler::Sequence {
   }
   // Tokens the sequence must be able to hold at admission: the prompt and
   // the slot of the first generated token (unless n_ctx leaves none).
-  int admission_tokens(int n_ctx) const { return std::min(n_prompt + 1, n_ctx); }
+  // A sequence that forgets reserves its prompt's room chunk by chunk, at
+  // most its budget at admission.
+  int admission_tokens(int n_ctx) const {
+    if (budget) return std::min(n_prompt + 1, budget->budget_tokens());
+    return std::min(n_prompt + 1, unbounded ? INT32_MAX : n_ctx);
+  }
 };
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
@@ -133,7 +152,9 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
       return fail(ErrorKind::InvalidRequest, "prompt token " + std::to_string(t) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
-  if (n > static_cast<std::size_t>(options_.n_ctx))
+  const int kv_budget = request.kv_budget_tokens.value_or(options_.kv_budget_tokens);
+  if (kv_budget < 0) return fail(ErrorKind::InvalidRequest, "kv budget must not be negative");
+  if (kv_budget == 0 && n > static_cast<std::size_t>(options_.n_ctx))
     return fail(ErrorKind::ContextExceeded, "prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
   if (request.max_tokens < 0) return fail(ErrorKind::InvalidRequest, "max_tokens must not be negative");
@@ -142,7 +163,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
     return fail(ErrorKind::InvalidRequest, "top_logprobs must be in 0.." + std::to_string(n_vocab));
   const int block_size = cache_.pool().geometry().block_size;
-  const int need_tokens = std::min(static_cast<int>(n) + 1, options_.n_ctx);
+  const int need_tokens = std::min(static_cast<int>(n) + 1, kv_budget > 0 ? kv_budget + block_size : options_.n_ctx);
   const std::size_t need_blocks = static_cast<std::size_t>((need_tokens + block_size - 1) / block_size);
   if (need_blocks > cache_.pool().n_blocks())
     return fail(ErrorKind::TooLarge, "prompt needs " + std::to_string(need_blocks) + " KV blocks, more than the whole cache holds (" +
@@ -150,6 +171,16 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
 
   auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
   seq->max_new = std::min(seq->request.max_tokens, options_.n_ctx - seq->n_prompt);
+  if (kv_budget > 0) {
+    seq->unbounded = true;
+    seq->max_new = seq->request.max_tokens;
+    // Statistics and a policy only for a sequence that can outgrow its budget.
+    if (static_cast<int64_t>(seq->n_prompt) + seq->max_new > kv_budget) {
+      auto budget = KvBudget::create(kv_budget, options_.evict, block_size);
+      if (!budget) return fail(ErrorKind::InvalidRequest, budget.error().message);
+      seq->budget = std::move(*budget);
+    }
+  }
   // Typed here, on the caller's thread, not at admission on the stepping
   // one. Every prompt that may be cached is typed, whatever its own mode:
   // its blocks may be a later request's span sources.
@@ -314,12 +345,13 @@ bool Scheduler::step_once() {
   std::vector<OutputRow> outputs;
   std::vector<ProbeRow> probes;
   build_batch(batch, in_batch, outputs, probes);
+  for (Sequence* s : in_batch) s->batched = false;  // the forward pass below is the last to use their slots
   uint64_t prefill_tokens = 0;
   if (!batch.empty()) {
     progressed = true;
     std::vector<KvSeqView> views;
     views.reserve(in_batch.size());
-    for (Sequence* s : in_batch) views.push_back(s->kv.table.view());
+    for (Sequence* s : in_batch) views.push_back(s->budget ? s->budget->view(s->kv) : s->kv.table.view());
     const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
     logits_.resize(outputs.size() * n_vocab);
     deviation_.resize(probes.size());
@@ -337,6 +369,7 @@ bool Scheduler::step_once() {
         cache_.commit(s->kv);
         s->has_pending = false;  // its K/V is now in the cache
       }
+      enforce_budgets(in_batch);
       sample_outputs(outputs, logits_);
       // A request for zero tokens ends once its prompt is in the cache.
       for (Sequence* s : in_batch)
@@ -344,6 +377,7 @@ bool Scheduler::step_once() {
     }
   }
   remove_finished();
+  refresh_budget_gauges();
 
   std::lock_guard lock(mu_);
   progressed = progressed || stats_.requests_finished != finished_before;
@@ -411,12 +445,23 @@ void Scheduler::admit() {
     const std::span<const int32_t> prompt = s.request.prompt;
     ReuseOptions reuse = options_.reuse;
     if (s.request.reuse) reuse.mode = *s.request.reuse;
+    // A sequence that forgets keeps slot i at prompt position i until its
+    // first hole, so it takes an exact prefix at most.
+    if (s.budget && reuse.mode != ReuseMode::Off) reuse.mode = ReuseMode::Prefix;
     if (s.request.block_strategy) reuse.block_strategy = *s.request.block_strategy;
     ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
     // Planned and applied back to back on this thread, so no source can be
     // evicted in between; NoRoom leaves the cache as it was.
     const int capacity = s.admission_tokens(options_.n_ctx);
     ApplyStatus applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
+    if (applied == ApplyStatus::NoRoom && !running_.empty()) {
+      // Running sequences with a budget may forget candidate blocks first.
+      const std::size_t bs = static_cast<std::size_t>(cache_.pool().geometry().block_size);
+      if (relieve_pressure(cache_.available_blocks() + (static_cast<std::size_t>(capacity) + bs - 1) / bs)) {
+        plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
+        applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
+      }
+    }
     if (applied == ApplyStatus::NoRoom && running_.empty()) {
       // Nothing running will free memory: the copied sources, pinned while
       // they are copied, are what does not fit. Take the shared blocks alone.
@@ -460,15 +505,26 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
                             std::vector<ProbeRow>& probes) {
   int budget = options_.max_batch_tokens;
   auto index_of = [&](Sequence* s) {
+    s->batched = true;
     in_batch.push_back(s);
     return static_cast<int32_t>(in_batch.size() - 1);
   };
+  // Pool pressure is relieved before any sequence is in the batch, so that
+  // every running sequence may give up blocks: each decode token that
+  // starts a block needs one.
+  std::size_t need = 0;
+  for (const auto& sp : running_)
+    if (!sp->finished && sp->has_pending && sp->kv.table.n_slots() >= sp->kv.table.capacity()) ++need;
+  if (need > cache_.available_blocks()) relieve_pressure(need);
   // Decode tokens first: one per generating sequence, oldest first.
   for (auto& sp : running_) {
     Sequence& s = *sp;
     if (s.finished || !s.has_pending || budget == 0) continue;
     bool room = static_cast<bool>(cache_.reserve(s.kv, 1));
+    // Pinned conversations give way first (they lose nothing but cache),
+    // then budgeted sequences forget, and only then is anyone preempted.
     while (!room && pins_.release_oldest()) room = static_cast<bool>(cache_.reserve(s.kv, 1));
+    if (!room) room = relieve_pressure(cache_.available_blocks() + 1) && cache_.reserve(s.kv, 1);
     if (!room) {
       // Preemption policy: the sequence that cannot grow ends here; what it
       // produced stands, and its blocks make room for the others.
@@ -494,14 +550,17 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
   // A new sequence's slot i holds prompt token i at position i: slots up to
   // the last reused span exist already (empty until filled), the rest are
   // appended.
+  // A sequence that forgot blocks (all before the rows it computes now)
+  // holds prompt position pos at slot pos - evicted_tokens.
   auto slot_for = [&](int32_t pos) {
-    if (pos >= s.kv.table.n_slots()) {
+    const int32_t at = pos - s.evicted_tokens();
+    if (at >= s.kv.table.n_slots()) {
       const int32_t slot = cache_.append(s.kv, s.request.prompt[static_cast<std::size_t>(pos)]);
-      CLM_CHECK(slot == pos, "prompt slots follow prompt positions");
-    } else if (s.kv.table.positions()[static_cast<std::size_t>(pos)] == kEmptySlot) {
-      cache_.fill(s.kv, pos, pos);
+      CLM_CHECK(slot == at, "prompt slots follow prompt positions");
+    } else if (s.kv.table.positions()[static_cast<std::size_t>(at)] == kEmptySlot) {
+      cache_.fill(s.kv, at, pos);
     }
-    return pos;
+    return at;
   };
   while (budget > 0 && s.probing()) {
     const int32_t n = std::min(s.probe_region.end - s.probe_at, budget);
@@ -516,9 +575,38 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
   }
   if (s.blend_pending()) return;  // the second pass waits for every deviation
   const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
+  bool rows_added = false;
   while (budget > 0 && s.compute_range < s.compute.size()) {
     const TokenRange range = s.compute[s.compute_range];
-    const int32_t n = std::min(range.end - s.compute_at, budget);
+    int32_t n = std::min(range.end - s.compute_at, budget);
+    if (s.budget) {
+      // None of its rows is in the batch yet, so its slots may still move:
+      // it first forgets what its budget (an attached prefix may exceed it)
+      // and the pool's pressure ask of it, then reserves room for this chunk
+      // (see admission_tokens).
+      s.batched = rows_added;
+      if (!rows_added)
+        count_evicted(mu_, stats_, static_cast<uint64_t>(s.budget->enforce(cache_, s.kv, model_.tokenizer())), false,
+                      cache_.pool().geometry().block_size);
+      // A chunk is at most the budget, so the sequence holds at most twice it.
+      n = std::min(n, s.budget->budget_tokens());
+      const int room = s.kv.table.capacity() - s.kv.table.n_slots();
+      const int block = cache_.pool().geometry().block_size;
+      if (room < n && !cache_.reserve(s.kv, n)) {
+        // Short of blocks: whatever the pool can give after the running
+        // sequences forgot what they may, a smaller chunk if need be.
+        relieve_pressure(cache_.available_blocks() + static_cast<std::size_t>((n - room + block - 1) / block));
+        n = std::min(n, room + static_cast<int>(cache_.available_blocks()) * block);
+        if (n > room && !cache_.reserve(s.kv, n)) n = room;
+      }
+      s.batched = true;
+      if (n == 0 && rows_added) break;  // the next step goes on
+      if (n == 0) {
+        s.preempt_cause = PreemptCause::KvCacheFull;
+        finish(s, "length", "preempted: the KV cache is full");
+        return;
+      }
+    }
     for (int32_t pos = s.compute_at; pos < s.compute_at + n; ++pos) {
       const bool want = s.wants_prompt_row(pos);
       const int32_t token = s.request.prompt[static_cast<std::size_t>(pos)];
@@ -535,6 +623,7 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
       }
       if (want) outputs.push_back({&s, pos});
     }
+    rows_added = true;
     budget -= n;
     s.compute_at += n;
     if (s.compute_at == range.end && ++s.compute_range < s.compute.size())
@@ -665,6 +754,7 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
   CLM_CHECK(reason != "cancelled" || seq.cancel_cause, "a cancellation without a cause");
   if (reason == "cancelled") sum.cancel_cause = seq.cancel_cause;
   sum.preempt_cause = seq.preempt_cause;
+  sum.evicted_tokens = seq.evicted_tokens();
   {
     // The snapshot is refreshed before anyone hears of the end, so that a
     // client reading /stats after its response sees its own request.
@@ -683,6 +773,68 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
     cache_stats_ = cache_.stats();
   }
   if (seq.on_done) seq.on_done(sum);
+}
+
+void Scheduler::enforce_budgets(const std::vector<Sequence*>& in_batch) {
+  uint64_t blocks = 0;
+  for (Sequence* s : in_batch)
+    if (s->budget && !s->finished) blocks += static_cast<uint64_t>(s->budget->enforce(cache_, s->kv, model_.tokenizer()));
+  count_evicted(mu_, stats_, blocks, false, cache_.pool().geometry().block_size);
+}
+
+
+bool Scheduler::relieve_pressure(std::size_t need) {
+  uint64_t blocks = 0;
+  // Each sequence's policy first sees what it holds (an attached prefix is
+  // not seen until its first forward pass).
+  for (auto& sp : running_)
+    if (!sp->finished && !sp->batched && sp->budget) sp->budget->observe(sp->kv, model_.tokenizer());
+  while (cache_.available_blocks() < need) {
+    // The lowest-scored candidate of any running sequence goes first.
+    Sequence* lowest = nullptr;
+    for (auto& sp : running_) {
+      Sequence& s = *sp;
+      if (s.finished || s.batched || !s.budget || !s.budget->has_candidate()) continue;
+      if (!lowest || s.budget->lowest_candidate_score() < lowest->budget->lowest_candidate_score()) lowest = &s;
+    }
+    if (lowest) {
+      blocks += static_cast<uint64_t>(lowest->budget->reclaim(cache_, lowest->kv, 1));
+      continue;
+    }
+    // No candidates anywhere: the longest sequence forgets the block its
+    // policy would forget next (protected blocks stay).
+    bool shed = false;
+    std::vector<Sequence*> longest_first;
+    for (auto& sp : running_)
+      if (!sp->finished && !sp->batched && sp->budget) longest_first.push_back(sp.get());
+    std::sort(longest_first.begin(), longest_first.end(),
+              [](Sequence* a, Sequence* b) { return a->budget->live_tokens() > b->budget->live_tokens(); });
+    for (Sequence* s : longest_first) {
+      const int n = s->budget->shed_one(cache_, s->kv);
+      blocks += static_cast<uint64_t>(n);
+      if (n > 0) {
+        shed = true;
+        break;
+      }
+    }
+    if (!shed) break;
+  }
+  count_evicted(mu_, stats_, blocks, true, cache_.pool().geometry().block_size);
+  return cache_.available_blocks() >= need;
+}
+
+void Scheduler::refresh_budget_gauges() {
+  int candidates = 0, protected_blocks = 0, over = 0;
+  for (const auto& sp : running_) {
+    if (!sp->budget) continue;
+    candidates += static_cast<int>(sp->budget->policy().candidates().size());
+    protected_blocks += sp->budget->protected_blocks();
+    over += sp->budget->over_budget() ? 1 : 0;
+  }
+  std::lock_guard lock(mu_);
+  stats_.evict_candidates = candidates;
+  stats_.evict_protected_blocks = protected_blocks;
+  stats_.sequences_over_budget = over;
 }
 
 void Scheduler::remove_finished() {

@@ -31,6 +31,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
+#include "engine/evict_policy.h"
 #include "engine/prompt_typer.h"
 #include "engine/session_pins.h"
 #include "model/model.h"
@@ -62,6 +63,15 @@ struct SchedulerOptions {
   // Conversations' pinned prefixes (engine/session_pins.h): their share
   // bound. A request that cannot get room otherwise takes it from the pins.
   SessionPinOptions session_pins;
+  // Self-managed context: a sequence holds at most this many tokens of K/V
+  // (0: no budget). One that would outgrow it forgets the blocks `evict`
+  // picks instead of ending with "length", and may then run past n_ctx
+  // (positions keep growing; its KV blocks stay bounded). Such sequences
+  // reuse at most an exact prefix (no shifted spans).
+  int kv_budget_tokens = 0;
+  // The eviction policy of budgeted sequences (its block_tokens is the KV
+  // block size).
+  EvictOptions evict;
 };
 
 struct Request {
@@ -82,6 +92,8 @@ struct Request {
   // row is computed, the log-probability of prompt[i] and the K most likely
   // tokens there (RequestSummary::prompt_logprobs).
   int prompt_logprobs = -1;
+  // Overrides SchedulerOptions::kv_budget_tokens for this request (0: none).
+  std::optional<int> kv_budget_tokens;
   // Debugging and tests: each TokenEvent carries the full row of logits the
   // token was sampled from (before penalties). Costs a copy of n_vocab floats.
   bool record_logits = false;
@@ -121,6 +133,7 @@ struct RequestSummary {
   std::string note;          // why a request ended early (e.g. preempted: KV cache full)
   std::optional<CancelCause> cancel_cause;    // set when stop_reason == "cancelled"
   std::optional<PreemptCause> preempt_cause;  // set when the request was preempted
+  int evicted_tokens = 0;    // K/V slots forgotten to stay within the KV budget or relieve the pool
 };
 
 struct SchedulerStats {
@@ -136,6 +149,14 @@ struct SchedulerStats {
   uint64_t blend_probed_tokens = 0;      // tokens run through blend's first pass
   uint64_t blend_recomputed_tokens = 0;  // copied tokens blend chose to recompute
   double prefill_flops = 0.0;            // arithmetic finished requests' prompts cost, probes included
+  // Self-managed context (KV budgets): blocks forgotten by the policy, by
+  // reason, and the state of running budgeted sequences after the last step.
+  uint64_t evicted_blocks_budget = 0;    // a sequence outgrew its budget
+  uint64_t evicted_blocks_pressure = 0;  // the pool was short for admission or growth
+  uint64_t evicted_tokens = 0;
+  int evict_candidates = 0;        // blocks queued as candidates
+  int evict_protected_blocks = 0;  // blocks a protect rule keeps
+  int sequences_over_budget = 0;   // holding more than their budget (blocks never evicted)
   double ttft_p50_s = 0.0;
   double ttft_p95_s = 0.0;
   double tokens_per_second = 0.0;  // generated tokens over time spent stepping
@@ -237,6 +258,14 @@ class Scheduler {
   void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation,
                           std::span<const float> residual);
   void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
+  // Budgeted sequences of the batch forget what their policy picks.
+  void enforce_budgets(const std::vector<Sequence*>& in_batch);
+  // Pool pressure: running sequences forget candidate blocks, lowest score
+  // first across them, then (none left) the blocks their policies would
+  // forget next, longest sequence first, until `need` blocks are available.
+  // Protected blocks stay. Returns whether they are.
+  bool relieve_pressure(std::size_t need);
+  void refresh_budget_gauges();
   // Releases the sequence's blocks and calls its done callback. `reason`
   // "cancelled" takes the sequence's cancel cause; a preempted one has its
   // preempt cause set before.

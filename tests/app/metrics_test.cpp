@@ -88,6 +88,12 @@ TEST(ServerMetrics, NamesAndValues) {
   sched.blend_probed_tokens = 30;
   sched.blend_recomputed_tokens = 4;
   sched.prefill_flops = 1.5e9;
+  sched.evicted_blocks_budget = 7;
+  sched.evicted_blocks_pressure = 2;
+  sched.evicted_tokens = 9 * 16;
+  sched.evict_candidates = 3;
+  sched.evict_protected_blocks = 4;
+  sched.sequences_over_budget = 1;
   m.update_scheduler(sched);
   const auto t = parse(m.render());
   EXPECT_EQ(t.sum("clmcache_requests_total"), 2.0);
@@ -105,6 +111,12 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(t.sum("clmcache_kv_plans_stale_total"), 1.0);
   EXPECT_EQ(t.sum("clmcache_blend_probed_tokens_total"), 30.0);
   EXPECT_EQ(t.sum("clmcache_blend_recomputed_tokens_total"), 4.0);
+  EXPECT_EQ(t.sum("clmcache_kv_evicted_blocks_total", {{"reason", "budget"}}), 7.0);
+  EXPECT_EQ(t.sum("clmcache_kv_evicted_blocks_total", {{"reason", "pressure"}}), 2.0);
+  EXPECT_EQ(t.sum("clmcache_kv_evicted_tokens_total"), 144.0);
+  EXPECT_EQ(t.sum("clmcache_kv_evict_candidates"), 3.0);
+  EXPECT_EQ(t.sum("clmcache_kv_evict_protected_blocks"), 4.0);
+  EXPECT_EQ(t.sum("clmcache_kv_sequences_over_budget"), 1.0);
   EXPECT_EQ(t.sum("clmcache_prefill_flops_total"), 1.5e9);
   EXPECT_EQ(t.sum("clmcache_requests_queued"), 2.0);
   EXPECT_EQ(t.sum("clmcache_request_duration_seconds_count", {{"endpoint", "/v1/completions"}}), 1.0);
