@@ -13,10 +13,11 @@ usage: http_stream_bench.py MODEL.gguf BINARY [BINARY...]
 import json
 import re
 import socket
-import subprocess
 import sys
 import threading
 import time
+
+from http_client import start_server, stop_server
 
 CLIENTS = 32
 TOKENS = 200
@@ -43,9 +44,7 @@ def stream(port, i, out):
 
 
 def one_round(binary, model):
-    server = subprocess.Popen([binary, "serve", "--port", "0", "-m", model, "-c", "512"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    port = int(re.search(r"127\.0\.0\.1:(\d+)", server.stdout.readline()).group(1))
+    server, port = start_server(binary, model)
     out = [None] * CLIENTS
     t0 = time.time()
     threads = [threading.Thread(target=stream, args=(port, i, out)) for i in range(CLIENTS)]
@@ -54,8 +53,7 @@ def one_round(binary, model):
     for t in threads:
         t.join()
     wall = time.time() - t0
-    server.terminate()
-    server.wait(30)
+    stop_server(server)
     return sum(o[0] for o in out), wall, sorted(o[1] for o in out)
 
 

@@ -1,6 +1,7 @@
 #include "app/generation_job.h"
 
 #include <ctime>
+#include <limits>
 
 namespace clm {
 
@@ -39,15 +40,31 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
     // the scheduler does again); sessions work on text, so they play no part.
     job->prompt_ = r.prompt_ids;
     job->prompt_text_ = tok.decode(job->prompt_);
-  } else {
-    job->prompt_ = ctx.sessions.prompt_tokens(r.session_id, prompt, tok).tokens;
   }
   const std::string param = r.endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
+  const int n_ctx = ctx.engine.options().n_ctx;
+  // With a KV budget the sequence forgets as it goes: the context does not
+  // bound it (the prompt's bytes still do).
+  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().kv_budget_tokens);
+  if (r.prompt_ids.empty()) {
+    // Tokenizing stops once the prompt cannot fit, so a long one costs what
+    // the context would, not its length.
+    const std::size_t fits = kv_budget > 0 ? std::numeric_limits<std::size_t>::max()
+                             : n_ctx > 1   ? static_cast<std::size_t>(n_ctx) - 1
+                                           : 0;
+    BoundedTokens bounded = tok.encode_bounded(prompt, /*add_special=*/true, fits);
+    if (bounded.exceeded)
+      return std::unexpected(api_error(ErrorKind::ContextExceeded,
+                                       "the prompt is more than " + std::to_string(fits) +
+                                           " tokens; this server's context holds " + std::to_string(n_ctx),
+                                       param, "context_length_exceeded"));
+    // Without a session the bounded encoding is the prompt (it is exactly
+    // encode's); a session may reuse the ids of its last turn instead.
+    job->prompt_ = r.session_id.empty() ? std::move(bounded.tokens)
+                                        : ctx.sessions.prompt_tokens(r.session_id, prompt, tok).tokens;
+  }
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
-  const int n_ctx = ctx.engine.options().n_ctx;
-  // With a KV budget the sequence forgets as it goes: the context does not bound it.
-  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().kv_budget_tokens);
   if (kv_budget == 0 && static_cast<int>(job->prompt_.size()) >= n_ctx)
     return std::unexpected(api_error(ErrorKind::ContextExceeded,
                                      "the prompt is " + std::to_string(job->prompt_.size()) +

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <array>
 
 #include "app/http_reply.h"
 
@@ -20,10 +21,23 @@ std::string_view host_name(std::string_view host) {
   return colon == std::string_view::npos ? host : host.substr(0, colon);
 }
 
-bool is_ip_literal(std::string_view name) {
+// An IPv4 or IPv6 address literal, parsed; family 0 when `name` is not one.
+struct IpAddress {
+  int family = 0;
+  std::array<unsigned char, 16> bytes{};
+  bool operator==(const IpAddress&) const = default;
+  bool loopback() const {
+    static constexpr std::array<unsigned char, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    return (family == AF_INET && bytes[0] == 127) || (family == AF_INET6 && bytes == kV6Loopback);
+  }
+};
+
+IpAddress parse_ip(std::string_view name) {
   const std::string s(name);
-  unsigned char buf[16];
-  return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
+  IpAddress a;
+  if (inet_pton(AF_INET, s.c_str(), a.bytes.data()) == 1) a.family = AF_INET;
+  else if (inet_pton(AF_INET6, s.c_str(), a.bytes.data()) == 1) a.family = AF_INET6;
+  return a;
 }
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) { return header_name_equals(a, b); }
@@ -39,11 +53,14 @@ ApiError forbidden(const std::string& message, const std::string& code) {
 
 }  // namespace
 
-bool host_allowed(const AccessPolicy& policy, std::string_view host_header) {
+bool host_allowed(const AccessPolicy& policy, std::string_view host_header, std::string_view local_address) {
   const std::string_view name = host_name(host_header);
   if (name.empty()) return false;
-  return is_ip_literal(name) || equals_ignoring_case(name, "localhost") ||
-         equals_ignoring_case(name, policy.bound_host);
+  if (equals_ignoring_case(name, policy.bound_host)) return true;
+  const IpAddress named = parse_ip(name);
+  const IpAddress local = parse_ip(local_address);
+  if (local.loopback() && (equals_ignoring_case(name, "localhost") || named.loopback())) return true;
+  return named.family != 0 && named == local;
 }
 
 bool origin_allowed(const AccessPolicy& policy, std::string_view origin, std::string_view host_header) {
@@ -52,9 +69,10 @@ bool origin_allowed(const AccessPolicy& policy, std::string_view origin, std::st
   return listed(policy, origin);
 }
 
-std::optional<ApiError> check_access(const AccessPolicy& policy, const HttpRequest& head) {
+std::optional<ApiError> check_access(const AccessPolicy& policy, const HttpRequest& head,
+                                     std::string_view local_address) {
   const std::string_view host = head.header("Host");
-  if (!policy.api_key_set && !host_allowed(policy, host))
+  if (!policy.api_key_set && !host_allowed(policy, host, local_address))
     return forbidden("the Host header '" + std::string(host) +
                          "' does not name this server; without --api-key only its address or localhost is accepted",
                      "host_not_allowed");

@@ -20,17 +20,22 @@ struct AccessPolicy {
   std::vector<std::string> cors_origins;  // --cors-origin; "*" allows any
 };
 
-// The Host header names this server: an IP literal (which no DNS rebinding
-// can produce), "localhost", or the --host it was started with; a port may
-// follow.
-bool host_allowed(const AccessPolicy& policy, std::string_view host_header);
+// The Host header names this server: the --host it was started with, the
+// address the connection came in on (local_address: for a server bound to
+// 0.0.0.0, whichever of its addresses the client used), or, on a loopback
+// connection, "localhost" or any loopback address; a port may follow. An
+// address literal cannot be produced by DNS rebinding, but one naming
+// another machine means the request was meant for somewhere else.
+bool host_allowed(const AccessPolicy& policy, std::string_view host_header, std::string_view local_address);
 
 // No Origin (not a browser), the server's own origin ("http://" + Host), or
 // one listed with --cors-origin.
 bool origin_allowed(const AccessPolicy& policy, std::string_view origin, std::string_view host_header);
 
 // 400/403 when the request may not proceed; nullopt when it may.
-std::optional<ApiError> check_access(const AccessPolicy& policy, const HttpRequest& head);
+// local_address: the connection's own address (as host_allowed).
+std::optional<ApiError> check_access(const AccessPolicy& policy, const HttpRequest& head,
+                                     std::string_view local_address);
 
 // The CORS headers a response to an allowed cross-origin request carries;
 // empty for same-origin and non-browser requests.

@@ -33,6 +33,16 @@ ApiError header_too_large_error(const std::string& what) {
                    "request_header_fields_too_large");
 }
 
+// The address this connection came in on, an IPv4-mapped one as IPv4; empty
+// if the socket cannot say.
+std::string local_address(const tcp::socket& socket) {
+  boost::system::error_code ec;
+  asio::ip::address a = socket.local_endpoint(ec).address();
+  if (ec) return {};
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a.to_string();
+}
+
 std::string status_line(int status) {
   const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(status));
   return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason.data(), reason.size()) + "\r\n";
@@ -116,7 +126,7 @@ void HttpSession::on_head(beast::error_code ec) {
   }
   keep_alive_ = head.keep_alive() && !s_.ctx.draining;
 
-  if (auto denied = check_access(s_.policy, request_)) return refuse(*denied);
+  if (auto denied = check_access(s_.policy, request_, local_address(socket_))) return refuse(*denied);
   if (request_.method == "OPTIONS" && request_.has_header("Access-Control-Request-Method")) {
     // A body on a preflight would be odd; it is not read, so close after.
     if (!parser_->is_done()) keep_alive_ = false;

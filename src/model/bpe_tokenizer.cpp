@@ -1,5 +1,7 @@
 #include "model/bpe_tokenizer.h"
 
+#include <algorithm>
+
 #include "model/pair_merge.h"
 #include "model/utf8.h"
 
@@ -29,6 +31,14 @@ const ByteTables& byte_tables() {
 // llama.cpp's defaults for the Llama-3 pre-tokenizer names: whole-word
 // lookup before merging, and BOS added unless the file says otherwise.
 bool is_llama3_family(std::string_view pre) { return pre == "llama3" || pre == "llama-v3" || pre == "llama-bpe"; }
+
+// Bytes of text pre-tokenized at a time by encode_text_bounded.
+constexpr std::size_t kChunkBytes = 4096;
+// Words ending closer than this to a chunk's cut wait for the next chunk: the
+// split patterns look at most a few characters past a word (contractions,
+// "(?!\S)", a newline after punctuation), and a word that runs to the cut
+// may go on past it.
+constexpr std::size_t kCutMargin = 32;
 
 }  // namespace
 
@@ -86,6 +96,37 @@ std::vector<int32_t> BpeTokenizer::encode_fragments(const std::vector<Fragment>&
   }
   if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
+}
+
+// Words never merge with each other, so the text is pre-tokenized a chunk at
+// a time, and only the words that end well before the chunk's cut (where
+// the split patterns cannot have seen it) are encoded; the next chunk starts
+// at the first word left. A word longer than a chunk doubles the chunk.
+std::size_t BpeTokenizer::encode_text_bounded(std::string_view text, bool /*starts_sentence*/, std::size_t max_tokens,
+                                              std::vector<int32_t>& out) const {
+  std::size_t pos = 0;
+  std::size_t chunk = kChunkBytes;
+  while (pos < text.size()) {
+    std::size_t end = std::min(text.size(), pos + chunk);
+    while (end < text.size() && end > pos + 1 && (static_cast<uint8_t>(text[end]) & 0xC0) == 0x80) --end;
+    const bool last = end == text.size();
+    std::size_t done = pos;
+    for (std::string_view word : pre_tokenize(pre_, text.substr(pos, end - pos))) {
+      const std::size_t word_end = static_cast<std::size_t>(word.data() - text.data()) + word.size();
+      if (!last && word_end + kCutMargin > end) break;
+      encode_word(word, out);
+      done = word_end;
+      if (out.size() > max_tokens) return done;
+    }
+    if (last) return text.size();
+    if (done == pos) {
+      chunk *= 2;
+      continue;
+    }
+    pos = done;
+    chunk = kChunkBytes;
+  }
+  return text.size();
 }
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {

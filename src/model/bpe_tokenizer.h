@@ -27,6 +27,8 @@ class BpeTokenizer final : public Tokenizer {
 
  private:
   std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const override;
+  std::size_t encode_text_bounded(std::string_view text, bool starts_sentence, std::size_t max_tokens,
+                                  std::vector<int32_t>& out) const override;
   BpeTokenizer() = default;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
 

@@ -1,5 +1,6 @@
 #include "model/spm_tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "model/pair_merge.h"
@@ -35,6 +36,29 @@ std::string escape_spaces(std::string_view text) {
   return out;
 }
 
+// Bytes of text merged at a time by encode_text_bounded, before the cut.
+constexpr std::size_t kChunkBytes = 4096;
+
+// Whether `piece` has "▁" right after an ASCII byte (a space never stays a
+// byte here: it is escaped to "▁").
+bool has_mark_after_ascii(std::string_view piece) {
+  for (std::size_t pos = piece.find(kSpaceMark, 1); pos != std::string_view::npos;
+       pos = piece.find(kSpaceMark, pos + 1)) {
+    if (static_cast<uint8_t>(piece[pos - 1]) < 0x80) return true;
+  }
+  return false;
+}
+
+// The first position at or after `from` where raw text may be cut: a space
+// right after an ASCII character that is not a space; text.size() if none.
+std::size_t next_cut(std::string_view text, std::size_t from) {
+  for (std::size_t i = std::max<std::size_t>(from, 1); i < text.size(); ++i) {
+    const auto prev = static_cast<uint8_t>(text[i - 1]);
+    if (text[i] == ' ' && prev < 0x80 && prev != ' ') return i;
+  }
+  return text.size();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SpmTokenizer>> SpmTokenizer::load(const GgufFile& file) {
@@ -67,6 +91,11 @@ Result<std::unique_ptr<SpmTokenizer>> SpmTokenizer::load(const GgufFile& file) {
     if (t->types_[static_cast<std::size_t>(id)] != TokenType::Byte) continue;
     const int b = parse_byte_token(t->texts_[static_cast<std::size_t>(id)]);
     if (b >= 0 && t->byte_ids_[static_cast<std::size_t>(b)] < 0) t->byte_ids_[static_cast<std::size_t>(b)] = id;
+  }
+  t->cuts_before_spaces_ = true;
+  for (int32_t id = 0; id < t->n_vocab(); ++id) {
+    const std::string& text = t->texts_[static_cast<std::size_t>(id)];
+    if (t->piece_id(text) && has_mark_after_ascii(text)) t->cuts_before_spaces_ = false;
   }
   return t;
 }
@@ -102,6 +131,25 @@ std::vector<int32_t> SpmTokenizer::encode_fragments(const std::vector<Fragment>&
   }
   if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
+}
+
+// A merge joins two adjacent pieces into one the vocabulary has. Cut before
+// a space that follows an ASCII character, a piece across the cut would hold
+// that character followed by "▁", which no piece does (cuts_before_spaces_):
+// so no merge ever crosses the cut and each side merges as it would in the
+// whole text. The space prefix goes to the first chunk only, as to the whole.
+std::size_t SpmTokenizer::encode_text_bounded(std::string_view text, bool starts_sentence, std::size_t max_tokens,
+                                              std::vector<int32_t>& out) const {
+  std::size_t pos = 0;
+  do {
+    const std::size_t end = cuts_before_spaces_ ? next_cut(text, pos + kChunkBytes) : text.size();
+    std::string raw;
+    if (pos == 0 && add_space_prefix_ && starts_sentence) raw.push_back(' ');
+    raw.append(text.substr(pos, end - pos));
+    encode_escaped(escape_spaces(raw), out);
+    pos = end;
+  } while (pos < text.size() && out.size() <= max_tokens);
+  return pos;
 }
 
 void SpmTokenizer::encode_escaped(std::string_view text, std::vector<int32_t>& out) const {

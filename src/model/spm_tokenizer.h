@@ -18,6 +18,8 @@ class SpmTokenizer final : public Tokenizer {
 
  private:
   std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const override;
+  std::size_t encode_text_bounded(std::string_view text, bool starts_sentence, std::size_t max_tokens,
+                                  std::vector<int32_t>& out) const override;
   SpmTokenizer() = default;
   // Appends the tokens of one piece of raw text (already "▁"-escaped).
   void encode_escaped(std::string_view text, std::vector<int32_t>& out) const;
@@ -28,6 +30,11 @@ class SpmTokenizer final : public Tokenizer {
   std::array<int32_t, 256> byte_ids_{};
   int32_t unk_ = -1;
   bool add_space_prefix_ = true;
+  // No piece that merging may produce has "▁" right after an ASCII byte, so
+  // text cut before a space that follows an ASCII character merges the same
+  // in pieces as whole (see encode_text_bounded). Real SentencePiece
+  // vocabularies are like this; a vocabulary that is not is never cut.
+  bool cuts_before_spaces_ = false;
 };
 
 }  // namespace clm

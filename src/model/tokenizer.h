@@ -3,6 +3,7 @@
 // named by tokenizer.ggml.pre). Special tokens and BOS/EOS as the metadata says.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +24,13 @@ enum class TokenType : int32_t {
   Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
 };
 
+// What an encode bounded by a token count produced (Tokenizer::encode_bounded).
+struct BoundedTokens {
+  std::vector<int32_t> tokens;  // every token when !exceeded, else those of the text read
+  bool exceeded = false;        // the text has more than the bound's tokens
+  std::size_t bytes_read = 0;   // bytes of text tokenized: all of it unless exceeded
+};
+
 class Tokenizer {
  public:
   // Refuses, by name, tokenizer models or pre-tokenizers it does not support.
@@ -39,6 +47,12 @@ class Tokenizer {
   // token's text that overlaps a literal range stays text. Without literal
   // ranges this is exactly encode(prompt.text, add_special, true).
   std::vector<int32_t> encode(const PromptText& prompt, bool add_special) const;
+  // As encode, but stops as soon as more than max_tokens tokens come out, so
+  // an overlong text costs about what its first max_tokens tokens cost, not
+  // its whole length. Within the bound the tokens are exactly encode's.
+  BoundedTokens encode_bounded(std::string_view text, bool add_special, bool parse_special,
+                               std::size_t max_tokens) const;
+  BoundedTokens encode_bounded(const PromptText& prompt, bool add_special, std::size_t max_tokens) const;
   // The bytes a token stands for (byte tokens -> that byte, SPM "▁" -> space).
   // Control tokens render as empty unless render_special.
   virtual std::string token_to_piece(int32_t id, bool render_special = false) const = 0;
@@ -79,6 +93,14 @@ class Tokenizer {
                                       const std::vector<TextRange>& literal = {}) const;
   // The family's encoding of fragments that split_special cut.
   virtual std::vector<int32_t> encode_fragments(const std::vector<Fragment>& fragments, bool add_special) const = 0;
+  // Appends the tokens of one raw-text fragment (starts_sentence: first, or
+  // after a special token) a chunk at a time, cut only where the family's
+  // tokens cannot cross, and stops after the chunk that takes out.size()
+  // past max_tokens. Returns the bytes of text tokenized.
+  virtual std::size_t encode_text_bounded(std::string_view text, bool starts_sentence, std::size_t max_tokens,
+                                          std::vector<int32_t>& out) const = 0;
+  BoundedTokens encode_fragments_bounded(std::string_view text, const std::vector<Fragment>& fragments,
+                                         bool add_special, std::size_t max_tokens) const;
   bool valid_id(int32_t id) const { return id >= 0 && id < n_vocab(); }
 
   std::vector<std::string> texts_;

@@ -39,17 +39,37 @@ TEST(JsonShape, RefusesPastEitherLimitAndStopsEarly) {
 }
 
 TEST(HttpPolicy, HostMustNameTheServer) {
+  // Bound to loopback: loopback names and addresses only.
   const AccessPolicy policy{"127.0.0.1", false, {}};
-  EXPECT_TRUE(host_allowed(policy, "127.0.0.1:8080"));
-  EXPECT_TRUE(host_allowed(policy, "localhost:8080"));
-  EXPECT_TRUE(host_allowed(policy, "LOCALHOST"));
-  EXPECT_TRUE(host_allowed(policy, "[::1]:8080"));
-  EXPECT_TRUE(host_allowed(policy, "192.168.1.7"));  // an address cannot be rebound
-  EXPECT_FALSE(host_allowed(policy, "attacker.example:8080"));
-  EXPECT_FALSE(host_allowed(policy, "localhost.attacker.example"));
-  EXPECT_FALSE(host_allowed(policy, ""));
-  const AccessPolicy named{"myhost", false, {}};
-  EXPECT_TRUE(host_allowed(named, "myhost:80"));
+  const std::string_view local = "127.0.0.1";
+  EXPECT_TRUE(host_allowed(policy, "127.0.0.1:8080", local));
+  EXPECT_TRUE(host_allowed(policy, "localhost:8080", local));
+  EXPECT_TRUE(host_allowed(policy, "LOCALHOST", local));
+  EXPECT_TRUE(host_allowed(policy, "[::1]:8080", local));
+  EXPECT_TRUE(host_allowed(policy, "127.0.0.2", local));
+  EXPECT_FALSE(host_allowed(policy, "10.1.2.3", local));  // another machine's address
+  EXPECT_FALSE(host_allowed(policy, "192.168.1.7:8080", local));
+  EXPECT_FALSE(host_allowed(policy, "attacker.example:8080", local));
+  EXPECT_FALSE(host_allowed(policy, "localhost.attacker.example", local));
+  EXPECT_FALSE(host_allowed(policy, "", local));
+  // Bound to one address: that address, or the --host name given.
+  const AccessPolicy lan{"192.168.1.7", false, {}};
+  EXPECT_TRUE(host_allowed(lan, "192.168.1.7:80", "192.168.1.7"));
+  EXPECT_FALSE(host_allowed(lan, "localhost", "192.168.1.7"));
+  EXPECT_FALSE(host_allowed(lan, "127.0.0.1", "192.168.1.7"));
+  EXPECT_FALSE(host_allowed(lan, "10.1.2.3", "192.168.1.7"));
+  const AccessPolicy named{"localhost", false, {}};
+  EXPECT_TRUE(host_allowed(named, "localhost:80", "127.0.0.1"));
+  // Bound to every address: whichever one the connection came in on (an
+  // IPv6 spelling of it too), loopback names on a loopback connection.
+  const AccessPolicy any{"0.0.0.0", false, {}};
+  EXPECT_TRUE(host_allowed(any, "192.168.1.7:8080", "192.168.1.7"));
+  EXPECT_TRUE(host_allowed(any, "[::ffff:192.168.1.7]:8080", "::ffff:192.168.1.7"));
+  EXPECT_FALSE(host_allowed(any, "10.1.2.3:8080", "192.168.1.7"));
+  EXPECT_FALSE(host_allowed(any, "localhost:8080", "192.168.1.7"));
+  EXPECT_TRUE(host_allowed(any, "localhost:8080", "127.0.0.1"));
+  EXPECT_FALSE(host_allowed(any, "192.168.1.7:8080", "127.0.0.1"));
+  EXPECT_FALSE(host_allowed(any, "192.168.1.7", ""));  // a socket that cannot say
 }
 
 TEST(HttpPolicy, OriginsAllowedAreOwnListedOrNone) {

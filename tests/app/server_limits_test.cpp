@@ -167,6 +167,37 @@ TEST(ServerLimits, DeepOrHugeJsonAndOverlongPromptsAre400) {
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
+// Megabytes of words let through the byte bounds (raised here) are still
+// refused promptly: tokenizing stops once the context is exceeded (the whole
+// text took seconds to tokenize).
+TEST(ServerLimits, OverContextPromptsStopTokenizing) {
+  const std::string mib16 = std::to_string(16 << 20);
+  test::ServerProcess server(model_args({"--max-body-bytes", mib16, "--max-prompt-bytes", mib16}));
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  std::string words;
+  for (int i = 0; words.size() < (6u << 20); ++i) words += (i % 3 == 0 ? "the dog ran " : "Lily saw it. ");
+  const json completion = {{"prompt", words}, {"max_tokens", 4}};
+  const json chat = {{"messages", json::array({{{"role", "user"}, {"content", words}}})}, {"max_tokens", 4}};
+  for (const auto& [path, body] : {std::pair{"/v1/completions", completion.dump()},
+                                   std::pair{"/v1/chat/completions", chat.dump()}}) {
+    RawConnection c(port);
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(c.send(test::http_request("POST", path, port, body, "Content-Type: application/json\r\n")));
+    const std::string raw = c.receive(30, "}}");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    expect_error_code(raw, 400, "context_length_exceeded");
+    EXPECT_NE(test::http_body(raw).find("more than"), std::string::npos) << raw;
+    EXPECT_LT(seconds, 1.5) << path;
+  }
+  // A prompt within the context still runs.
+  const std::string fits = json{{"prompt", words.substr(0, 600)}, {"max_tokens", 2}}.dump();
+  RawConnection c(port);
+  ASSERT_TRUE(c.send(test::http_request("POST", "/v1/completions", port, fits, "Content-Type: application/json\r\n")));
+  EXPECT_EQ(test::http_status(c.receive(30, "}}")), 200);
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
 TEST(ServerLimits, ConnectionsBeyondTheLimitGet503AtOnce) {
   test::ServerProcess server(model_args({"--max-connections", "8"}));
   ASSERT_GT(server.port(), 0);

@@ -83,7 +83,20 @@ TEST(ServerOrigin, HostMustNameTheServerWhenNoKeyIsSet) {
   EXPECT_EQ(test::http_status(exchange(port, "GET", "/v1/models", "", "", "localhost:" + port_s)), 200);
   EXPECT_EQ(test::http_status(exchange(port, "GET", "/v1/models", "", "", "127.0.0.1:" + port_s)), 200);
   EXPECT_EQ(test::http_status(exchange(port, "GET", "/v1/models", "", "", "[::1]:" + port_s)), 200);
+  // An address literal naming another machine is not this server either.
+  const std::string elsewhere = exchange(port, "GET", "/v1/models", "", "", "10.1.2.3:" + port_s);
+  EXPECT_EQ(test::http_status(elsewhere), 403) << elsewhere;
+  EXPECT_NE(test::http_body(elsewhere).find("host_not_allowed"), std::string::npos) << elsewhere;
   EXPECT_EQ(open_server.terminate(30), 0) << open_server.log();
+
+  // Bound to every address, reached on loopback: loopback names only.
+  test::ServerProcess wildcard(model_args({"--host", "0.0.0.0"}));
+  ASSERT_GT(wildcard.port(), 0);
+  const std::string wport = std::to_string(wildcard.port());
+  EXPECT_EQ(test::http_status(exchange(wildcard.port(), "GET", "/v1/models", "", "", "127.0.0.1:" + wport)), 200);
+  EXPECT_EQ(test::http_status(exchange(wildcard.port(), "GET", "/v1/models", "", "", "localhost:" + wport)), 200);
+  EXPECT_EQ(test::http_status(exchange(wildcard.port(), "GET", "/v1/models", "", "", "10.1.2.3:" + wport)), 403);
+  EXPECT_EQ(wildcard.terminate(30), 0) << wildcard.log();
 
   // With a key, the key is the gate: any name may be used to reach it.
   test::ServerProcess keyed(model_args({"--api-key", "k"}));
