@@ -250,6 +250,14 @@ bool EntryStore::write(const TierEntry& entry) {
   row.ttl_s = options_.ttl_s;
   Status stored = place_bytes(row, bytes);
   std::lock_guard lock(mu_);
+  // Checked once the bytes are in place, under the lock that commits the
+  // row: a parent evicted or quarantined while they were written takes the
+  // child's write with it.
+  if (stored && entry.parent != kNoKey && !find_row(entry.parent)) {
+    drop_bytes(row);
+    ++counters_.writes_refused_orphan;
+    return false;
+  }
   if (stored) stored = commit_row(row, bytes);
   if (!stored) {
     log_error(location_, stored.error().message);
@@ -313,6 +321,11 @@ std::size_t EntryStore::clear(std::optional<BlockKey> root) {
   for (const StoredEntry& row : rows) drop_bytes(row);
   if (auto done = db_.exec("DELETE FROM entries"); !done) log_error(location_, done.error().message);
   return rows.size();
+}
+
+uint64_t EntryStore::stored_bytes() {
+  std::lock_guard lock(mu_);
+  return total_bytes();
 }
 
 StoreCounters EntryStore::counters() const {

@@ -50,6 +50,7 @@ struct StoreCounters {
   uint64_t writes = 0;
   uint64_t writes_refused_space = 0;  // the free-space floor would have been crossed
   uint64_t writes_refused_cap = 0;    // the entry alone is larger than the size cap
+  uint64_t writes_refused_orphan = 0; // the entry's parent is not stored (never was, or went meanwhile)
   uint64_t evicted = 0;               // removed by the size cap or the time to live
   uint64_t quarantined = 0;
   uint64_t dependents_removed = 0;    // removed because an entry they depend on went
@@ -79,7 +80,10 @@ class EntryStore {
   std::optional<std::vector<std::byte>> read(BlockKey key, uint64_t fingerprint);
   // Encodes and stores entry. False when refused: the free-space floor, or
   // the entry is larger than the size cap (older entries are evicted, least
-  // recently used first, to make room under the cap), or an I/O error.
+  // recently used first, to make room under the cap), or its parent is not
+  // stored (a child is only reachable through its parent: stored alone it
+  // would be dead weight, and the dependency graph would have a hole), or an
+  // I/O error.
   bool write(const TierEntry& entry);
   // Moves key's bytes aside (logged once, with reason) and removes every
   // entry that depends on it.
@@ -100,6 +104,8 @@ class EntryStore {
 
   // How many damaged entries lie in quarantine.
   virtual std::size_t quarantine_size() = 0;
+  // Bytes of the stored entries (what the size cap counts).
+  uint64_t stored_bytes();
 
   StoreCounters counters() const;
   const DiskTierOptions& options() const { return options_; }

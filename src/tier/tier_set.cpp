@@ -1,6 +1,7 @@
 #include "tier/tier_set.h"
 
 #include "tier/tier_health.h"
+#include "tier/tier_usage.h"
 
 namespace clm {
 
@@ -37,6 +38,10 @@ std::vector<TierEntry> TierSet::fetch(std::span<const BlockKey> chain) {
         std::optional<TierEntry> e = tier.get(chain[at]);
         // The chain must hold together: a child is used only after its parent.
         if (!e || e->parent != (at == 0 ? kNoKey : chain[at - 1])) break;
+        // Found below a faster tier: copy it up, so that the faster tier
+        // holds the chain next time (the writer keeps chain order, parents
+        // first). A full queue drops the copy like any write.
+        if (t > 0 && writer_->enqueue(*e, t)) ++copies_to_faster_;
         out.push_back(std::move(*e));
         ++got;
       }
@@ -96,6 +101,11 @@ TierStats TierSet::stats() const {
       c.writes = writes[t].written;
       c.writes_refused = writes[t].refused;
       if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) c.breaker_state = health->breaker_state();
+      if (auto* usage = dynamic_cast<TierUsage*>(tiers_[t].get())) {
+        c.holds_storage = true;
+        c.stored_bytes = usage->stored_bytes();
+        c.quarantined = usage->quarantined_entries();
+      }
       s.tiers.push_back(std::move(c));
     }
   }
@@ -103,7 +113,20 @@ TierStats TierSet::stats() const {
   s.writes_dropped = writer_->dropped();
   s.writes_pending = writer_->pending();
   s.blocks_promoted = promoted_.load();
+  s.copies_to_faster = copies_to_faster_.load();
   return s;
+}
+
+uint64_t TierStats::disk_cache_bytes() const {
+  uint64_t bytes = 0;
+  for (const TierCounters& t : tiers) bytes += t.stored_bytes;
+  return bytes;
+}
+
+uint64_t TierStats::quarantined() const {
+  uint64_t n = 0;
+  for (const TierCounters& t : tiers) n += t.quarantined;
+  return n;
 }
 
 }  // namespace clm
