@@ -91,6 +91,16 @@ void TierSet::block_gone(BlockKey key) {
 TierStats TierSet::stats() const {
   TierStats s;
   const std::vector<TierWriteCounts> writes = writer_->counts();
+  // Asked before taking mu_: they query the index and list the quarantine,
+  // and the scheduler's thread takes mu_ (block_resident) and must not wait.
+  struct Usage {
+    bool held = false;
+    uint64_t bytes = 0, quarantined = 0;
+  };
+  std::vector<Usage> usage(tiers_.size());
+  for (std::size_t t = 0; t < tiers_.size(); ++t)
+    if (auto* u = dynamic_cast<TierUsage*>(tiers_[t].get()))
+      usage[t] = {true, u->stored_bytes(), u->quarantined_entries()};
   {
     std::lock_guard lock(mu_);
     for (std::size_t t = 0; t < tiers_.size(); ++t) {
@@ -101,11 +111,9 @@ TierStats TierSet::stats() const {
       c.writes = writes[t].written;
       c.writes_refused = writes[t].refused;
       if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) c.breaker_state = health->breaker_state();
-      if (auto* usage = dynamic_cast<TierUsage*>(tiers_[t].get())) {
-        c.holds_storage = true;
-        c.stored_bytes = usage->stored_bytes();
-        c.quarantined = usage->quarantined_entries();
-      }
+      c.holds_storage = usage[t].held;
+      c.stored_bytes = usage[t].bytes;
+      c.quarantined = usage[t].quarantined;
       s.tiers.push_back(std::move(c));
     }
   }
