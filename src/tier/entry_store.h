@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tier/sqlite_db.h"
@@ -63,7 +64,7 @@ struct VerifyReport {
 
 class EntryStore {
  public:
-  virtual ~EntryStore() = default;
+  virtual ~EntryStore();  // records the hits not yet written
   EntryStore(const EntryStore&) = delete;
   EntryStore& operator=(const EntryStore&) = delete;
 
@@ -77,6 +78,10 @@ class EntryStore {
   std::size_t count_present(std::span<const BlockKey> chain, uint64_t fingerprint);
   // The stored bytes of key when its row belongs to this model and has not
   // expired; counts a hit. Unchecked: the caller decodes and checks them.
+  // A hit's last access (its TTL and LRU position) and hit count are kept
+  // in memory and written to the index in batches: one transaction for the
+  // hits of a whole chain, at the next lookup, collection, eviction or
+  // listing, rather than one per block read.
   std::optional<std::vector<std::byte>> read(BlockKey key, uint64_t fingerprint);
   // Encodes and stores entry. False when refused: the free-space floor, or
   // the entry is larger than the size cap (older entries are evicted, least
@@ -147,12 +152,19 @@ class EntryStore {
   // under the cap.
   void make_room(uint64_t incoming);
   uint64_t total_bytes();
+  // Writes the hits recorded since the last call in one transaction.
+  void record_hits();
+  // The latest last access of key: its row's, or a hit not yet recorded.
+  int64_t last_access_of(const StoredEntry& row) const;
 
   std::string location_;
   DiskTierOptions options_;
   SqliteDb db_;
   mutable std::recursive_mutex mu_;
   StoreCounters counters_;
+  // Hits not yet written to the index: (key, when), oldest first.
+  std::vector<std::pair<BlockKey, int64_t>> pending_hits_;
+  static constexpr std::size_t kHitBatch = 256;
 };
 
 }  // namespace clm

@@ -189,6 +189,26 @@ TEST_P(PersistentTier, AQuarantinedParentTakesItsWholeSubtree) {
   EXPECT_EQ(tier->quarantined_entries(), 1u);
 }
 
+TEST_P(PersistentTier, HitsReachTheIndexInOneBatchAtTheNextLookup) {
+  const std::vector<TierEntry> entries = chain(80, 3);
+  auto tier = open();
+  for (const TierEntry& e : entries) ASSERT_TRUE(tier->put(e));
+  const auto hits_in_index = [this] {
+    auto db = SqliteDb::open(db_file());
+    auto s = db->prepare("SELECT SUM(hits) FROM entries");
+    EXPECT_TRUE(*s->step());
+    return s->column_int(0);
+  };
+  for (const TierEntry& e : entries) ASSERT_TRUE(tier->get(e.key).has_value());
+  EXPECT_EQ(hits_in_index(), 0) << "nothing is written while a chain is read";
+  EXPECT_EQ(tier->exists(keys(entries)), 3u);
+  EXPECT_EQ(hits_in_index(), 3);
+  // Hits still held when the store closes are written, not lost.
+  ASSERT_TRUE(tier->get(80).has_value());
+  tier.reset();
+  EXPECT_EQ(hits_in_index(), 4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, PersistentTier, ::testing::Values("disk", "sqlite"), store_kind_name);
 
 }  // namespace
