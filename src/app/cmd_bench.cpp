@@ -12,6 +12,7 @@
 #include "model/synthetic_model.h"
 #include "model_bench.h"
 #include "rag_bench.h"
+#include "restore_bench.h"
 #include "reuse_bench.h"
 
 namespace clm {
@@ -164,6 +165,38 @@ int bench_rag(RagBenchFlags& f) {
   return report(f.options, *r, f.format, f.json_path);
 }
 
+struct RestoreBenchFlags {
+  RestoreBenchOptions options;
+  std::string format = "md";
+  std::string json_path;    // also write the JSON here
+  std::string write_redis;  // run as part (b)'s other server: write the prefix to this Redis, measure nothing
+  bool no_redis = false;
+};
+
+int bench_restore(RestoreBenchFlags& f) {
+  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!f.write_redis.empty()) {
+    if (auto ok = run_restore_writer(f.options, f.write_redis); !ok) {
+      std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
+      return 1;
+    }
+    return 0;
+  }
+  std::error_code ec;
+  f.options.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) {
+    std::fprintf(stderr, "clmcache: bench restore: cannot find its own executable: %s\n", ec.message().c_str());
+    return 1;
+  }
+  f.options.redis = !f.no_redis;
+  auto r = run_restore_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  return report(f.options, *r, f.format, f.json_path);
+}
+
 }  // namespace
 
 void register_bench_command(CLI::App& app, int& exit_code) {
@@ -258,6 +291,28 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   rag->add_option("-o,--output", gf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   rag->add_option("--json", gf->json_path, "also write the results as JSON to this file");
   rag->callback([gf, &exit_code] { exit_code = bench_rag(*gf); });
+
+  auto sf = std::make_shared<RestoreBenchFlags>();
+  RestoreBenchOptions& so = sf->options;
+  CLI::App* restore = bench->add_subcommand(
+      "restore", "a prefix restored from the disk tier after a restart, and shared through Redis, vs recomputed");
+  restore->add_option("-m,--model", so.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  restore->add_option("-t,--threads", so.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  restore->add_option("--block-size", so.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  restore->add_option("--batch", so.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  restore->add_option("--prefix-tokens", so.prefix_tokens, "tokens the first server computes, BOS included")
+      ->check(CLI::Range(3, 1 << 20));
+  restore->add_option("--suffix-tokens", so.suffix_tokens, "tokens the measured request adds to the prefix")
+      ->check(CLI::Range(1, 1 << 20));
+  restore->add_option("-r,--repetitions", so.repetitions, "measured runs of each side")->check(CLI::Range(1, 1000));
+  restore->add_option("--agree", so.agree_tokens, "greedy tokens generated and compared with the cold run")
+      ->check(CLI::Range(1, 1024));
+  restore->add_flag("--no-redis", sf->no_redis, "skip part (b), the second process on one Redis");
+  restore->add_option("-o,--output", sf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  restore->add_option("--json", sf->json_path, "also write the results as JSON to this file");
+  // The benchmark runs itself again with this as part (b)'s other server.
+  restore->add_option("--write-redis", sf->write_redis, "")->group("");
+  restore->callback([sf, &exit_code] { exit_code = bench_restore(*sf); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
   CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");

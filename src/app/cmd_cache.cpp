@@ -109,7 +109,8 @@ int show_stats(EntryStore& store, const CacheFlags& flags, std::optional<BlockKe
   const nlohmann::json out = {{"store", store.kind()},      {"location", store.location()},
                               {"entries", entries.size()},  {"bytes", bytes},
                               {"chains", chains},           {"hits", hits},
-                              {"models", models},           {"quarantined", store.quarantine_size()}};
+                              {"models", models},           {"quarantined", store.quarantine_size()},
+                              {"disk_cache_size_gb", static_cast<double>(bytes) / 1e9}};
   if (flags.json) {
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
@@ -120,6 +121,7 @@ int show_stats(EntryStore& store, const CacheFlags& flags, std::optional<BlockKe
   for (const auto& [fingerprint, count] : per_model)
     std::printf("model        %s: %zu entries\n", hex_key(fingerprint).c_str(), count);
   std::printf("quarantined  %zu\n", store.quarantine_size());
+  std::printf("disk_cache_size_gb  %.6f\n", static_cast<double>(bytes) / 1e9);
   return 0;
 }
 

@@ -34,6 +34,7 @@ json cache_json(const CacheStats& s) {
           {"block_hit_rate", s.block_hit_rate()},
           {"token_hit_rate", s.token_hit_rate()},
           {"reuse_rate", s.reuse_rate()},
+          {"avg_reuse_depth", s.avg_reuse_depth()},
           {"cache_efficiency_ratio", s.cache_efficiency_ratio()},
           {"memory_used_mb", s.memory_used_mb()}};
 }

@@ -25,6 +25,7 @@ ServerMetrics::ServerMetrics() {
   r.define_gauge("clmcache_kv_block_hit_rate", "share of looked-up prompt blocks found resident");
   r.define_gauge("clmcache_kv_token_hit_rate", "share of prompt tokens attached from the prefix cache");
   r.define_gauge("clmcache_kv_reuse_rate", "share of prompt tokens not computed: exact prefix plus shifted spans");
+  r.define_gauge("clmcache_avg_reuse_depth", "prompt tokens reused (exact prefix plus shifted spans) per sequence");
   r.define_counter("clmcache_kv_spans_reused_total", "spans copied from elsewhere in the cache (reuse modes shift and blend)");
   r.define_counter("clmcache_kv_plans_stale_total", "reuse plans whose source was evicted before they were applied");
   r.define_gauge("clmcache_kv_memory_used_bytes", "bytes of KV blocks in use or cached");
@@ -78,6 +79,7 @@ void ServerMetrics::update_cache(const CacheStats& s) {
   registry_.set("clmcache_kv_blocks", {{"state", "free"}}, static_cast<double>(s.blocks_free));
   registry_.set("clmcache_kv_block_hit_rate", {}, s.block_hit_rate());
   registry_.set("clmcache_kv_token_hit_rate", {}, s.token_hit_rate());
+  registry_.set("clmcache_avg_reuse_depth", {}, s.avg_reuse_depth());
   registry_.set("clmcache_kv_reuse_rate", {}, s.reuse_rate());
   registry_.set_counter("clmcache_kv_spans_reused_total", {}, static_cast<double>(s.spans_reused));
   registry_.set_counter("clmcache_kv_plans_stale_total", {}, static_cast<double>(s.plans_stale));

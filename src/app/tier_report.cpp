@@ -13,6 +13,8 @@ const TierCounters* redis_counters(const TierStats& s) {
   return nullptr;
 }
 
+double disk_cache_gb(const TierStats& s) { return static_cast<double>(s.disk_cache_bytes()) / 1e9; }
+
 }  // namespace
 
 nlohmann::json tiers_json(const TierStats& s) {
@@ -25,10 +27,24 @@ nlohmann::json tiers_json(const TierStats& s) {
                         {"writes", t.writes},
                         {"writes_refused", t.writes_refused}};
     if (!t.breaker_state.empty()) j["breaker_state"] = t.breaker_state;
+    if (t.holds_storage) {
+      j["stored_bytes"] = t.stored_bytes;
+      j["quarantined"] = t.quarantined;
+    }
     list.push_back(std::move(j));
   }
   const TierCounters* redis = redis_counters(s);
+  bool any_storage = false;
+  nlohmann::json hit_rates = nlohmann::json::object();
+  for (const TierCounters& t : s.tiers) {
+    any_storage = any_storage || t.holds_storage;
+    hit_rates[t.name] = t.hit_rate();
+  }
   return {{"tiers", std::move(list)},
+          {"disk_cache_size_gb", any_storage ? nlohmann::json(disk_cache_gb(s)) : nlohmann::json(nullptr)},
+          {"quarantined_files", s.quarantined()},
+          {"hit_rates", std::move(hit_rates)},
+          {"copies_to_faster", s.copies_to_faster},
           {"writes_queued", s.writes_queued},
           {"writes_dropped", s.writes_dropped},
           {"writes_pending", s.writes_pending},
@@ -46,6 +62,10 @@ void define_tier_metrics(MetricsRegistry& r) {
   r.define_counter("clmcache_tier_writes_dropped_total", "KV block writes dropped because the writer's queue was full");
   r.define_gauge("clmcache_tier_writes_pending", "KV block writes waiting in the writer's queue");
   r.define_counter("clmcache_tier_blocks_promoted_total", "tier entries copied into the RAM pool");
+  r.define_counter("clmcache_tier_copies_to_faster_total",
+                   "entries read from a slower tier (Redis) queued to the faster ones (the disk)");
+  r.define_gauge("clmcache_disk_cache_size_gb", "GB (10^9 bytes) held by the disk or SQLite tier");
+  r.define_gauge("clmcache_tier_quarantined_files", "damaged entries a disk or SQLite tier set aside, by tier");
   r.define_gauge("clmcache_redis_breaker_state",
                  "1 for the Redis circuit breaker's current state (closed, open, half_open), 0 for the others");
 }
@@ -58,7 +78,10 @@ void update_tier_metrics(MetricsRegistry& r, const TierStats& s) {
     r.set("clmcache_tier_hit_rate", tier, t.hit_rate());
     r.set_counter("clmcache_tier_writes_total", tier, static_cast<double>(t.writes));
     r.set_counter("clmcache_tier_writes_refused_total", tier, static_cast<double>(t.writes_refused));
+    if (t.holds_storage) r.set("clmcache_tier_quarantined_files", tier, static_cast<double>(t.quarantined));
   }
+  r.set_counter("clmcache_tier_copies_to_faster_total", {}, static_cast<double>(s.copies_to_faster));
+  r.set("clmcache_disk_cache_size_gb", {}, disk_cache_gb(s));
   r.set_counter("clmcache_tier_writes_queued_total", {}, static_cast<double>(s.writes_queued));
   r.set_counter("clmcache_tier_writes_dropped_total", {}, static_cast<double>(s.writes_dropped));
   r.set("clmcache_tier_writes_pending", {}, static_cast<double>(s.writes_pending));

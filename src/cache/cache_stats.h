@@ -40,6 +40,9 @@ struct CacheStats {
   double token_hit_rate() const { return ratio(reused_tokens, prompt_tokens); }
   // Prompt tokens not computed: exact prefix plus shifted spans.
   double reuse_rate() const { return ratio(reused_tokens + shifted_tokens, prompt_tokens); }
+  // avg_reuse_depth: prompt tokens reused (exact prefix plus shifted spans)
+  // per sequence begun: how deep into a prompt reuse reaches on average.
+  double avg_reuse_depth() const { return ratio(reused_tokens + shifted_tokens, sequences); }
   double cache_efficiency_ratio() const { return ratio(cached_blocks_hit, blocks_ever_cached); }
   double memory_used_mb() const {
     return static_cast<double>((blocks_used + blocks_cached) * block_bytes) / (1024.0 * 1024.0);

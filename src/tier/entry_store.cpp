@@ -1,5 +1,6 @@
 #include "tier/entry_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -48,6 +49,36 @@ void log_error(const std::string& where, const std::string& message) {
 }
 
 }  // namespace
+
+EntryStore::~EntryStore() {
+  std::lock_guard lock(mu_);
+  record_hits();
+}
+
+void EntryStore::record_hits() {
+  if (pending_hits_.empty()) return;
+  // A row removed meanwhile is simply not updated.
+  Status done = db_.exec("BEGIN");
+  if (done) {
+    auto s = db_.prepare("UPDATE entries SET hits = hits + 1, last_access = MAX(last_access, ?2) WHERE key = ?1");
+    if (!s) done = std::unexpected(s.error());
+    for (const auto& [key, at] : pending_hits_) {
+      if (!done) break;
+      done = s->bind_key(1, key).bind(2, at).run();
+    }
+    if (done) done = db_.exec("COMMIT");
+    else (void)db_.exec("ROLLBACK");
+  }
+  if (!done) log_error(location_, done.error().message);
+  pending_hits_.clear();
+}
+
+int64_t EntryStore::last_access_of(const StoredEntry& row) const {
+  int64_t latest = row.last_access_ms;
+  for (const auto& [key, at] : pending_hits_)
+    if (key == row.key) latest = std::max(latest, at);
+  return latest;
+}
 
 Status EntryStore::init_schema() {
   return db_.exec(
@@ -127,6 +158,7 @@ uint64_t EntryStore::total_bytes() {
 
 void EntryStore::make_room(uint64_t incoming) {
   if (options_.max_bytes == 0) return;
+  record_hits();  // least recently used by the latest reads
   while (total_bytes() + incoming > options_.max_bytes) {
     BlockKey victim = kNoKey;
     {
@@ -142,6 +174,7 @@ void EntryStore::make_room(uint64_t incoming) {
 }
 
 std::size_t EntryStore::gc_locked() {
+  record_hits();
   auto s = db_.prepare("SELECT key FROM entries WHERE last_access + ttl * 1000 < ?1 ORDER BY last_access");
   std::vector<BlockKey> expired;
   if (s) {
@@ -183,6 +216,7 @@ void EntryStore::drop_orphans() {
 
 std::size_t EntryStore::count_present(std::span<const BlockKey> chain, uint64_t fingerprint) {
   std::lock_guard lock(mu_);
+  record_hits();  // the previous lookup's, in one transaction; and the TTL check below sees them
   auto s = db_.prepare("SELECT 1 FROM entries WHERE key = ?1 AND fingerprint = ?2 AND last_access + ttl * 1000 >= ?3");
   if (!s) return 0;
   const int64_t now = now_ms();
@@ -201,7 +235,7 @@ std::optional<std::vector<std::byte>> EntryStore::read(BlockKey key, uint64_t fi
   {
     std::lock_guard lock(mu_);
     const std::optional<StoredEntry> found = find_row(key);
-    if (!found || found->fingerprint != fingerprint || found->last_access_ms + found->ttl_s * 1000 < now_ms())
+    if (!found || found->fingerprint != fingerprint || last_access_of(*found) + found->ttl_s * 1000 < now_ms())
       return std::nullopt;
     row = *found;
   }
@@ -215,8 +249,8 @@ std::optional<std::vector<std::byte>> EntryStore::read(BlockKey key, uint64_t fi
     if (still && still->created_ms == row.created_ms) remove_subtree(key, false);
     return std::nullopt;
   }
-  if (auto s = db_.prepare("UPDATE entries SET hits = hits + 1, last_access = ?2 WHERE key = ?1"))
-    if (auto done = s->bind_key(1, key).bind(2, now_ms()).run(); !done) log_error(location_, done.error().message);
+  pending_hits_.emplace_back(key, now_ms());
+  if (pending_hits_.size() >= kHitBatch) record_hits();
   return bytes;
 }
 
@@ -250,6 +284,14 @@ bool EntryStore::write(const TierEntry& entry) {
   row.ttl_s = options_.ttl_s;
   Status stored = place_bytes(row, bytes);
   std::lock_guard lock(mu_);
+  // Checked once the bytes are in place, under the lock that commits the
+  // row: a parent evicted or quarantined while they were written takes the
+  // child's write with it.
+  if (stored && entry.parent != kNoKey && !find_row(entry.parent)) {
+    drop_bytes(row);
+    ++counters_.writes_refused_orphan;
+    return false;
+  }
   if (stored) stored = commit_row(row, bytes);
   if (!stored) {
     log_error(location_, stored.error().message);
@@ -271,6 +313,7 @@ std::size_t EntryStore::remove(BlockKey key) {
 
 std::vector<StoredEntry> EntryStore::list(std::optional<BlockKey> root) {
   std::lock_guard lock(mu_);
+  record_hits();
   if (!root) return all_rows();
   auto s = db_.prepare(std::string(kSubtree) + "SELECT " + kColumns + " FROM entries WHERE key IN sub ORDER BY created, key");
   if (!s) return {};
@@ -313,6 +356,11 @@ std::size_t EntryStore::clear(std::optional<BlockKey> root) {
   for (const StoredEntry& row : rows) drop_bytes(row);
   if (auto done = db_.exec("DELETE FROM entries"); !done) log_error(location_, done.error().message);
   return rows.size();
+}
+
+uint64_t EntryStore::stored_bytes() {
+  std::lock_guard lock(mu_);
+  return total_bytes();
 }
 
 StoreCounters EntryStore::counters() const {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tier/sqlite_db.h"
@@ -50,6 +51,7 @@ struct StoreCounters {
   uint64_t writes = 0;
   uint64_t writes_refused_space = 0;  // the free-space floor would have been crossed
   uint64_t writes_refused_cap = 0;    // the entry alone is larger than the size cap
+  uint64_t writes_refused_orphan = 0; // the entry's parent is not stored (never was, or went meanwhile)
   uint64_t evicted = 0;               // removed by the size cap or the time to live
   uint64_t quarantined = 0;
   uint64_t dependents_removed = 0;    // removed because an entry they depend on went
@@ -62,7 +64,7 @@ struct VerifyReport {
 
 class EntryStore {
  public:
-  virtual ~EntryStore() = default;
+  virtual ~EntryStore();  // records the hits not yet written
   EntryStore(const EntryStore&) = delete;
   EntryStore& operator=(const EntryStore&) = delete;
 
@@ -76,10 +78,17 @@ class EntryStore {
   std::size_t count_present(std::span<const BlockKey> chain, uint64_t fingerprint);
   // The stored bytes of key when its row belongs to this model and has not
   // expired; counts a hit. Unchecked: the caller decodes and checks them.
+  // A hit's last access (its TTL and LRU position) and hit count are kept
+  // in memory and written to the index in batches: one transaction for the
+  // hits of a whole chain, at the next lookup, collection, eviction or
+  // listing, rather than one per block read.
   std::optional<std::vector<std::byte>> read(BlockKey key, uint64_t fingerprint);
   // Encodes and stores entry. False when refused: the free-space floor, or
   // the entry is larger than the size cap (older entries are evicted, least
-  // recently used first, to make room under the cap), or an I/O error.
+  // recently used first, to make room under the cap), or its parent is not
+  // stored (a child is only reachable through its parent: stored alone it
+  // would be dead weight, and the dependency graph would have a hole), or an
+  // I/O error.
   bool write(const TierEntry& entry);
   // Moves key's bytes aside (logged once, with reason) and removes every
   // entry that depends on it.
@@ -100,6 +109,8 @@ class EntryStore {
 
   // How many damaged entries lie in quarantine.
   virtual std::size_t quarantine_size() = 0;
+  // Bytes of the stored entries (what the size cap counts).
+  uint64_t stored_bytes();
 
   StoreCounters counters() const;
   const DiskTierOptions& options() const { return options_; }
@@ -141,12 +152,19 @@ class EntryStore {
   // under the cap.
   void make_room(uint64_t incoming);
   uint64_t total_bytes();
+  // Writes the hits recorded since the last call in one transaction.
+  void record_hits();
+  // The latest last access of key: its row's, or a hit not yet recorded.
+  int64_t last_access_of(const StoredEntry& row) const;
 
   std::string location_;
   DiskTierOptions options_;
   SqliteDb db_;
   mutable std::recursive_mutex mu_;
   StoreCounters counters_;
+  // Hits not yet written to the index: (key, when), oldest first.
+  std::vector<std::pair<BlockKey, int64_t>> pending_hits_;
+  static constexpr std::size_t kHitBatch = 256;
 };
 
 }  // namespace clm

@@ -51,6 +51,18 @@ Reply command(redisContext* ctx, const std::vector<std::string_view>& args) {
 
 bool is_error(const Reply& r) { return !r || r->type == REDIS_REPLY_ERROR; }
 
+// Queues a command of a pipeline; its reply is read later with read_reply.
+template <std::size_t N>
+bool append(redisContext* ctx, const std::string_view (&args)[N]) {
+  const char* argv[N];
+  std::size_t lens[N];
+  for (std::size_t i = 0; i < N; ++i) {
+    argv[i] = args[i].data();
+    lens[i] = args[i].size();
+  }
+  return redisAppendCommandArgv(ctx, static_cast<int>(N), argv, lens) == REDIS_OK;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RedisTier>> RedisTier::open(const RedisTierOptions& options, uint64_t model_fingerprint,
@@ -158,9 +170,17 @@ std::optional<TierEntry> RedisTier::get(BlockKey key) {
   const std::string name = key_name(key);
   std::optional<TierEntry> out;
   bool damaged = false;
+  const std::string ttl = std::to_string(options_.ttl_s);
   call(lookup_, [&](redisContext* ctx) {
-    const Reply r = command(ctx, {"GET", name});
-    if (is_error(r)) return false;
+    // A hit renews the entry's time to live, so that what is read stays and
+    // what nobody reads expires: GET and EXPIRE in one round trip (GETEX
+    // would need Redis 6.2).
+    const std::string_view get[] = {"GET", name};
+    const std::string_view expire[] = {"EXPIRE", name, ttl};
+    if (!append(ctx, get) || !append(ctx, expire)) return false;
+    const Reply r = read_reply(ctx);
+    const Reply renewed = read_reply(ctx);
+    if (is_error(r) || is_error(renewed)) return false;
     if (r->type == REDIS_REPLY_NIL) return true;
     if (r->type != REDIS_REPLY_STRING) return false;
     auto entry = decode_entry(std::as_bytes(std::span<const char>(r->str, r->len)));

@@ -31,7 +31,7 @@ namespace clm {
 struct RedisTierOptions {
   RedisAddress address;
   std::string key_prefix = "clmcache";
-  int ttl_s = 3600;                   // every entry expires this long after it was written
+  int ttl_s = 3600;                   // an entry expires this long after it was last written or read
   double connect_timeout_s = 0.25;
   double command_timeout_s = 0.25;
   double breaker_cooldown_s = 10.0;   // how long Redis is skipped after a failure

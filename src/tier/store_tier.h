@@ -9,6 +9,7 @@
 
 #include "tier/cache_tier.h"
 #include "tier/entry_store.h"
+#include "tier/tier_usage.h"
 
 namespace clm {
 
@@ -17,7 +18,7 @@ struct StoreTierCounters {
   uint64_t misses = 0;
 };
 
-class StoreTier final : public CacheTier {
+class StoreTier final : public CacheTier, public TierUsage {
  public:
   StoreTier(std::unique_ptr<EntryStore> store, uint64_t model_fingerprint, const KvGeometry& geometry)
       : store_(std::move(store)), fingerprint_(model_fingerprint), geometry_(geometry) {}
@@ -29,6 +30,8 @@ class StoreTier final : public CacheTier {
   // store's own refusals.
   bool put(const TierEntry& entry) override;
   void remove(BlockKey key) override;
+  uint64_t stored_bytes() override { return store_->stored_bytes(); }
+  std::size_t quarantined_entries() override { return store_->quarantine_size(); }
 
   EntryStore& store() { return *store_; }
   StoreTierCounters counters() const { return {hits_.load(), misses_.load()}; }

@@ -1,6 +1,7 @@
 #include "tier/tier_set.h"
 
 #include "tier/tier_health.h"
+#include "tier/tier_usage.h"
 
 namespace clm {
 
@@ -37,6 +38,10 @@ std::vector<TierEntry> TierSet::fetch(std::span<const BlockKey> chain) {
         std::optional<TierEntry> e = tier.get(chain[at]);
         // The chain must hold together: a child is used only after its parent.
         if (!e || e->parent != (at == 0 ? kNoKey : chain[at - 1])) break;
+        // Found below a faster tier: copy it up, so that the faster tier
+        // holds the chain next time (the writer keeps chain order, parents
+        // first). A full queue drops the copy like any write.
+        if (t > 0 && writer_->enqueue(*e, t)) ++copies_to_faster_;
         out.push_back(std::move(*e));
         ++got;
       }
@@ -86,6 +91,16 @@ void TierSet::block_gone(BlockKey key) {
 TierStats TierSet::stats() const {
   TierStats s;
   const std::vector<TierWriteCounts> writes = writer_->counts();
+  // Asked before taking mu_: they query the index and list the quarantine,
+  // and the scheduler's thread takes mu_ (block_resident) and must not wait.
+  struct Usage {
+    bool held = false;
+    uint64_t bytes = 0, quarantined = 0;
+  };
+  std::vector<Usage> usage(tiers_.size());
+  for (std::size_t t = 0; t < tiers_.size(); ++t)
+    if (auto* u = dynamic_cast<TierUsage*>(tiers_[t].get()))
+      usage[t] = {true, u->stored_bytes(), u->quarantined_entries()};
   {
     std::lock_guard lock(mu_);
     for (std::size_t t = 0; t < tiers_.size(); ++t) {
@@ -96,6 +111,9 @@ TierStats TierSet::stats() const {
       c.writes = writes[t].written;
       c.writes_refused = writes[t].refused;
       if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) c.breaker_state = health->breaker_state();
+      c.holds_storage = usage[t].held;
+      c.stored_bytes = usage[t].bytes;
+      c.quarantined = usage[t].quarantined;
       s.tiers.push_back(std::move(c));
     }
   }
@@ -103,7 +121,20 @@ TierStats TierSet::stats() const {
   s.writes_dropped = writer_->dropped();
   s.writes_pending = writer_->pending();
   s.blocks_promoted = promoted_.load();
+  s.copies_to_faster = copies_to_faster_.load();
   return s;
+}
+
+uint64_t TierStats::disk_cache_bytes() const {
+  uint64_t bytes = 0;
+  for (const TierCounters& t : tiers) bytes += t.stored_bytes;
+  return bytes;
+}
+
+uint64_t TierStats::quarantined() const {
+  uint64_t n = 0;
+  for (const TierCounters& t : tiers) n += t.quarantined;
+  return n;
 }
 
 }  // namespace clm

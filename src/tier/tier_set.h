@@ -9,7 +9,9 @@
 //   scheduled, on the submitting thread; it skips the leading blocks
 //   resident in RAM and reads the continuation of the chain from the first
 //   tier holding it (exists, then get). The scheduler then copies the
-//   entries into pool blocks (KvCacheManager::adopt).
+//   entries into pool blocks (KvCacheManager::adopt). An entry found in a
+//   slower tier (Redis) is also queued to the faster ones (the disk), so
+//   that the next restart finds it locally.
 // Thread-safe.
 #pragma once
 
@@ -40,6 +42,9 @@ struct TierCounters {
   uint64_t writes = 0;          // entries stored
   uint64_t writes_refused = 0;  // entries the tier refused (full, unavailable)
   std::string breaker_state;    // remote tiers: "closed", "open", "half_open"; else empty
+  bool holds_storage = false;   // a disk or SQLite tier: the two figures below are its
+  uint64_t stored_bytes = 0;    // bytes of the entries it holds
+  uint64_t quarantined = 0;     // damaged entries it set aside
   double hit_rate() const { return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(hits + misses); }
 };
 
@@ -49,6 +54,11 @@ struct TierStats {
   uint64_t writes_dropped = 0;      // the writer's queue was full
   std::size_t writes_pending = 0;
   uint64_t blocks_promoted = 0;     // tier entries copied into the RAM pool
+  uint64_t copies_to_faster = 0;    // entries read from a slower tier queued to the faster ones (Redis to disk)
+  // Bytes held by the tiers that own their storage (disk, SQLite); the
+  // seed's `disk_cache_size_gb` in GB (10^9 bytes).
+  uint64_t disk_cache_bytes() const;
+  uint64_t quarantined() const;
 };
 
 class TierSet : public CacheObserver {
@@ -80,6 +90,7 @@ class TierSet : public CacheObserver {
   std::unordered_set<BlockKey> resident_;
   std::vector<uint64_t> hits_, misses_;
   std::atomic<uint64_t> promoted_{0};
+  std::atomic<uint64_t> copies_to_faster_{0};
   std::unique_ptr<TierWriter> writer_;
 };
 

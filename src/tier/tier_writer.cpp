@@ -1,5 +1,7 @@
 #include "tier/tier_writer.h"
 
+#include <algorithm>
+
 namespace clm {
 
 TierWriter::TierWriter(std::vector<CacheTier*> tiers, std::size_t capacity_bytes)
@@ -21,7 +23,7 @@ bool TierWriter::has_room(std::size_t kv_bytes, std::size_t n_tokens) const {
   return !stopping_ && queued_bytes_ + weight(kv_bytes, n_tokens) <= capacity_bytes_;
 }
 
-bool TierWriter::enqueue(TierEntry entry) {
+bool TierWriter::enqueue(TierEntry entry, std::size_t n_tiers) {
   const std::size_t bytes = bytes_of(entry);
   {
     std::lock_guard lock(mu_);
@@ -30,7 +32,7 @@ bool TierWriter::enqueue(TierEntry entry) {
       return false;
     }
     queued_bytes_ += bytes;
-    queue_.push_back(std::move(entry));
+    queue_.push_back({std::move(entry), std::min(n_tiers, tiers_.size())});
     ++queued_;
   }
   wake_.notify_one();
@@ -52,15 +54,15 @@ void TierWriter::run() {
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) break;  // stopping, and everything is written
-    TierEntry entry = std::move(queue_.front());
+    Job job = std::move(queue_.front());
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    std::vector<bool> ok(tiers_.size());
-    for (std::size_t i = 0; i < tiers_.size(); ++i) ok[i] = tiers_[i]->put(entry);
+    std::vector<bool> ok(job.n_tiers);
+    for (std::size_t i = 0; i < job.n_tiers; ++i) ok[i] = tiers_[i]->put(job.entry);
     lock.lock();
-    for (std::size_t i = 0; i < tiers_.size(); ++i) ++(ok[i] ? counts_[i].written : counts_[i].refused);
-    queued_bytes_ -= bytes_of(entry);
+    for (std::size_t i = 0; i < job.n_tiers; ++i) ++(ok[i] ? counts_[i].written : counts_[i].refused);
+    queued_bytes_ -= bytes_of(job.entry);
     busy_ = false;
     if (queue_.empty()) idle_.notify_all();
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -31,8 +32,9 @@ class TierWriter {
   // Whether an entry of this size would be queued now (so that a caller
   // can skip building one that would be dropped).
   bool has_room(std::size_t kv_bytes, std::size_t n_tokens) const;
-  // Queues the entry; false (counted as dropped) when the queue is full.
-  bool enqueue(TierEntry entry);
+  // Queues the entry for the first `n_tiers` tiers (all by default); false
+  // (counted as dropped) when the queue is full.
+  bool enqueue(TierEntry entry, std::size_t n_tiers = SIZE_MAX);
   // Counts a write dropped before it was built (has_room said no).
   void count_dropped();
   // Waits until everything queued before the call has been written.
@@ -53,7 +55,11 @@ class TierWriter {
   const std::size_t capacity_bytes_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
-  std::deque<TierEntry> queue_;
+  struct Job {
+    TierEntry entry;
+    std::size_t n_tiers;  // written to tiers_[0, n_tiers)
+  };
+  std::deque<Job> queue_;
   std::size_t queued_bytes_ = 0;
   bool busy_ = false;  // an entry taken off the queue is being written
   bool stopping_ = false;

@@ -72,8 +72,11 @@ TEST_P(CacheCommand, ListsAndCountsEntries) {
   uint64_t bytes = 0;
   for (const nlohmann::json& e : all) bytes += e["size"].get<uint64_t>();
   EXPECT_EQ(stats["bytes"], bytes);
+  EXPECT_DOUBLE_EQ(stats["disk_cache_size_gb"].get<double>(), static_cast<double>(bytes) / 1e9);
   EXPECT_EQ(cache("ls " + shell_quote(spec_)).exit_code, 0);
-  EXPECT_EQ(cache("stats " + shell_quote(spec_)).exit_code, 0);
+  const auto text = cache("stats " + shell_quote(spec_));
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("disk_cache_size_gb"), std::string::npos) << text.out;
 }
 
 TEST_P(CacheCommand, ClearsOneEntryWithItsDependentsOrAll) {

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "app/server_metrics.h"
@@ -97,13 +100,31 @@ TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
   redis.writes_refused = 2;
   redis.breaker_state = "open";
   s.tiers.push_back(redis);
+  TierCounters disk;
+  disk.name = "disk";
+  disk.hits = 1;
+  disk.misses = 3;
+  disk.holds_storage = true;
+  disk.stored_bytes = 2'500'000'000;
+  disk.quarantined = 2;
+  s.tiers.insert(s.tiers.begin(), disk);
+  s.copies_to_faster = 5;
   s.writes_queued = 9;
   s.writes_dropped = 4;
   s.writes_pending = 1;
   s.blocks_promoted = 3;
   const json j = tiers_json(s);
-  EXPECT_EQ(j["tiers"][0]["hit_rate"], 0.75);
-  EXPECT_EQ(j["tiers"][0]["writes_refused"], 2);
+  EXPECT_EQ(j["tiers"][1]["hit_rate"], 0.75);
+  EXPECT_EQ(j["tiers"][1]["writes_refused"], 2);
+  EXPECT_FALSE(j["tiers"][1].contains("stored_bytes")) << "Redis' memory is not ours to count";
+  EXPECT_EQ(j["tiers"][0]["stored_bytes"], 2'500'000'000u);
+  EXPECT_EQ(j["tiers"][0]["quarantined"], 2);
+  EXPECT_DOUBLE_EQ(j["disk_cache_size_gb"].get<double>(), 2.5);
+  EXPECT_EQ(j["quarantined_files"], 2);
+  EXPECT_EQ(j["hit_rates"]["redis"], 0.75);
+  EXPECT_EQ(j["hit_rates"]["disk"], 0.25);
+  EXPECT_EQ(j["copies_to_faster"], 5);
+  EXPECT_TRUE(tiers_json(TierStats{})["disk_cache_size_gb"].is_null());
   EXPECT_EQ(j["writes_dropped"], 4);
   EXPECT_EQ(j["blocks_promoted"], 3);
   EXPECT_EQ(j["redis_breaker_state"], "open");
@@ -124,6 +145,45 @@ TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
   EXPECT_EQ(t.sum("clmcache_tier_blocks_promoted_total"), 3.0);
   EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "open"}}), 1.0);
   EXPECT_EQ(t.sum("clmcache_redis_breaker_state", {{"state", "closed"}}), 0.0);
+  EXPECT_EQ(t.sum("clmcache_disk_cache_size_gb"), 2.5);
+  EXPECT_EQ(t.sum("clmcache_tier_quarantined_files", {{"tier", "disk"}}), 2.0);
+  EXPECT_EQ(t.sum("clmcache_tier_copies_to_faster_total"), 5.0);
+}
+
+TEST(TierServer, StatsCarryTheDiskCacheSizeAndTheReuseDepth) {
+  const std::string dir = test::temp_dir() + "/cache";
+  test::ServerProcess server({"-m", model(), "--block-size", "16", "--disk-cache", dir, "--min-free-space-gb", "0"});
+  ASSERT_GT(server.port(), 0);
+  httplib::Client c("127.0.0.1", server.port());
+  const std::string body = json{{"prompt", kPrompt}, {"max_tokens", 1}, {"temperature", 0}}.dump();
+  int cached = 0;
+  for (int i = 0; i < 2; ++i) {
+    auto r = c.Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    cached += json::parse(r->body)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+  }
+  ASSERT_GT(cached, 0);
+  json stats;
+  for (int i = 0; i < 500; ++i) {  // until the writer is done
+    stats = json::parse(c.Get("/stats")->body);
+    if (stats["tiers"]["writes_pending"] == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(stats["cache"]["avg_reuse_depth"].get<double>(), cached / 2.0);
+  const json& tiers = stats["tiers"];
+  EXPECT_GT(tiers["disk_cache_size_gb"].get<double>(), 0.0);
+  EXPECT_EQ(tiers["tiers"][0]["name"], "disk");
+  EXPECT_GT(tiers["tiers"][0]["stored_bytes"].get<uint64_t>(), 0u);
+  EXPECT_EQ(tiers["quarantined_files"], 0);
+  EXPECT_TRUE(tiers["redis_breaker_state"].is_null());
+  std::string error;
+  const auto t = test::parse_prometheus_text(c.Get("/metrics")->body, error);
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(t.sum("clmcache_avg_reuse_depth"), cached / 2.0);
+  const double gb = tiers["disk_cache_size_gb"].get<double>();
+  EXPECT_NEAR(t.sum("clmcache_disk_cache_size_gb"), gb, gb * 1e-5);
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
 }  // namespace

@@ -32,7 +32,9 @@ TEST_P(PersistentTier, RoundTripIsBitwiseAcrossReopen) {
 
 TEST_P(PersistentTier, EntryIsAStandardSafetensorsFile) {
   const TierEntry e = make_tier_entry(kModel, 42, 7);
-  open()->store().write(e);
+  auto tier = open();
+  ASSERT_TRUE(tier->store().write(make_tier_entry(kModel, 7, kNoKey)));  // a child is stored only under its parent
+  ASSERT_TRUE(tier->store().write(e));
   const std::vector<std::byte> bytes = stored_bytes(42);
   ASSERT_GE(bytes.size(), 8u);
   uint64_t length = 0;
@@ -146,6 +148,65 @@ TEST_P(PersistentTier, DependentsGoWithTheirParent) {
   EXPECT_TRUE(tier->get(40).has_value());
   EXPECT_EQ(tier->store().list().size(), 2u);
   EXPECT_EQ(tier->store().counters().dependents_removed, 3u);
+}
+
+TEST_P(PersistentTier, AChildWhoseParentIsNotStoredIsRefused) {
+  auto tier = open();
+  // The parent's write was dropped or refused: the child alone would be
+  // unreachable and a hole in the dependency graph.
+  EXPECT_FALSE(tier->put(make_tier_entry(kModel, 51, 50)));
+  EXPECT_EQ(tier->store().counters().writes_refused_orphan, 1u);
+  EXPECT_TRUE(tier->store().list().empty());
+  if (disk()) {
+    EXPECT_FALSE(fs::exists(file_of(51)));
+  }
+  // Parent first, then the child: both stored.
+  ASSERT_TRUE(tier->put(make_tier_entry(kModel, 50, kNoKey)));
+  EXPECT_TRUE(tier->put(make_tier_entry(kModel, 51, 50)));
+  const BlockKey chain_keys[] = {50, 51};
+  EXPECT_EQ(tier->exists(chain_keys), 2u);
+  // A parent removed: its child's later write is refused too.
+  tier->remove(50);
+  EXPECT_FALSE(tier->put(make_tier_entry(kModel, 52, 51)));
+  EXPECT_TRUE(tier->store().list().empty());
+}
+
+TEST_P(PersistentTier, AQuarantinedParentTakesItsWholeSubtree) {
+  const std::vector<TierEntry> entries = chain(60, 3);
+  const TierEntry sibling = make_tier_entry(kModel, 70, 60);  // a second child of the root
+  auto tier = open();
+  for (const TierEntry& e : entries) ASSERT_TRUE(tier->put(e));
+  ASSERT_TRUE(tier->put(sibling));
+  overwrite(60, {});  // the root's bytes are damaged
+  EXPECT_FALSE(tier->get(60).has_value());
+  EXPECT_TRUE(quarantined(60));
+  for (BlockKey gone : {61, 62, 70}) {
+    EXPECT_FALSE(tier->get(gone).has_value()) << gone;
+    EXPECT_FALSE(quarantined(gone)) << "dependents are removed, not quarantined: " << gone;
+  }
+  EXPECT_TRUE(tier->store().list().empty());
+  EXPECT_EQ(tier->store().counters().dependents_removed, 3u);
+  EXPECT_EQ(tier->quarantined_entries(), 1u);
+}
+
+TEST_P(PersistentTier, HitsReachTheIndexInOneBatchAtTheNextLookup) {
+  const std::vector<TierEntry> entries = chain(80, 3);
+  auto tier = open();
+  for (const TierEntry& e : entries) ASSERT_TRUE(tier->put(e));
+  const auto hits_in_index = [this] {
+    auto db = SqliteDb::open(db_file());
+    auto s = db->prepare("SELECT SUM(hits) FROM entries");
+    EXPECT_TRUE(*s->step());
+    return s->column_int(0);
+  };
+  for (const TierEntry& e : entries) ASSERT_TRUE(tier->get(e.key).has_value());
+  EXPECT_EQ(hits_in_index(), 0) << "nothing is written while a chain is read";
+  EXPECT_EQ(tier->exists(keys(entries)), 3u);
+  EXPECT_EQ(hits_in_index(), 3);
+  // Hits still held when the store closes are written, not lost.
+  ASSERT_TRUE(tier->get(80).has_value());
+  tier.reset();
+  EXPECT_EQ(hits_in_index(), 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, PersistentTier, ::testing::Values("disk", "sqlite"), store_kind_name);

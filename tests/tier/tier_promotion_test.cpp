@@ -129,6 +129,80 @@ TEST(TierPromotion, FetchReadsTheChainFromTheFirstTierHoldingEachPart) {
   EXPECT_EQ(set.fetch(keys).size(), 3u);
 }
 
+// Tiers fast and slow (in that order) in a TierSet; raw pointers stay valid.
+struct TwoTiers {
+  TwoTiers() {
+    auto f = std::make_unique<MemoryTier>("fast");
+    auto s = std::make_unique<MemoryTier>("slow");
+    fast = f.get();
+    slow = s.get();
+    std::vector<std::unique_ptr<CacheTier>> tiers;
+    tiers.push_back(std::move(f));
+    tiers.push_back(std::move(s));
+    set = std::make_unique<TierSet>(std::move(tiers), kFingerprint, test::small_tier_geometry(), 1 << 20);
+  }
+  MemoryTier* fast;
+  MemoryTier* slow;
+  std::unique_ptr<TierSet> set;
+};
+
+TEST(TierPromotion, NothingIsPromotedUnderAParentGoneFromRamAndEveryTier) {
+  TwoTiers t;
+  Cache c(8, t.set.get());
+  const auto entries = entries_for(*c.manager);
+  const auto keys = c.manager->prompt_keys(prompt(), 0);
+  // The tiers hold the children; the first block is nowhere.
+  t.fast->put(entries[1]);
+  t.slow->put(entries[1]);
+  t.slow->put(entries[2]);
+  EXPECT_TRUE(t.set->fetch(keys).empty());
+
+  // The first block resident in RAM: its children are fetched; it is then
+  // evicted before they are adopted, and they are not.
+  ASSERT_EQ(c.manager->adopt(prompt(), 0, std::span(entries).first(1)), 1u);
+  const auto children = t.set->fetch(keys);
+  ASSERT_EQ(children.size(), 2u);
+  EXPECT_EQ(children[0].key, keys[1]);
+  c.manager->clear_cached();
+  EXPECT_EQ(c.manager->adopt(prompt(), 0, children), 0u);
+  EXPECT_EQ(c.manager->match_prefix(prompt(), 0), 0);
+  EXPECT_EQ(c.manager->stats().blocks_cached, 0u);
+}
+
+TEST(TierPromotion, AnEntryNamingAnotherParentEndsTheFetch) {
+  TwoTiers t;
+  Cache probe(1);
+  auto entries = entries_for(*probe.manager);
+  entries[1].parent ^= 1;  // a tier that lost track of the chain
+  for (const auto& e : entries) t.fast->put(e);
+  const auto keys = probe.manager->prompt_keys(prompt(), 0);
+  const auto got = t.set->fetch(keys);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].key, keys[0]);
+}
+
+TEST(TierPromotion, AnEntryFoundInASlowerTierIsCopiedToTheFasterOnes) {
+  TwoTiers t;
+  Cache probe(1);
+  const auto entries = entries_for(*probe.manager);
+  t.fast->put(entries[0]);
+  for (const auto& e : entries) t.slow->put(e);
+  const auto keys = probe.manager->prompt_keys(prompt(), 0);
+  ASSERT_EQ(t.set->fetch(keys).size(), 3u);
+  t.set->flush();
+  EXPECT_EQ(t.fast->size(), 3u) << "the two blocks read from the slow tier are now in the fast one";
+  for (const auto& e : entries) EXPECT_TRUE(test::same_entry(*t.fast->get(e.key), e));
+  const TierStats s = t.set->stats();
+  EXPECT_EQ(s.copies_to_faster, 2u);
+  EXPECT_EQ(s.tiers[0].writes, 2u);
+  EXPECT_EQ(s.tiers[1].writes, 0u) << "a copy goes up only, never back to where it came from";
+  // The next fetch is served by the fast tier alone.
+  const int slow_gets = t.slow->gets();
+  EXPECT_EQ(t.set->fetch(keys).size(), 3u);
+  EXPECT_EQ(t.slow->gets(), slow_gets);
+  EXPECT_EQ(t.set->stats().copies_to_faster, 2u);
+}
+
 TEST(TierPromotion, ComputedBlocksAreWrittenThrough) {
   auto mem = std::make_unique<MemoryTier>();
   MemoryTier* tier = mem.get();
