@@ -148,7 +148,12 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     const std::size_t q_stride = row_bytes(act, cols);
     std::byte* xq = activation_buffer(q_stride * static_cast<std::size_t>(n));
     pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) quantize_row(act, x + r * cols, xq + r * q_stride, cols);
+      for (std::size_t r = begin; r < end; ++r) {
+        if (act == WeightType::Q8_0)
+          k.quantize_q8_0_row(x + r * cols, xq + r * q_stride, cols);
+        else
+          quantize_row(act, x + r * cols, xq + r * q_stride, cols);
+      }
     });
     run(xq, q_stride, tile, dot, dot4);
   };

@@ -63,6 +63,13 @@ struct VecKernels {
   // over the converted row gives bitwise what the f16 form gives on the raw one:
   // attention converts a K/V row once and reuses it for several queries.
   void (*f16_to_f32_row)(const std::byte* v, float* dst, std::size_t n);
+  // The n / 32 Q8_0 blocks of a row of activations, bitwise what
+  // quantize_row(WeightType::Q8_0, ...) writes (the scalar table's is that
+  // reference): per block amax over |x| ignoring NaN, d = amax / 127,
+  // q = x * (1 / d) rounded half away from zero. Inputs with NaN or infinity
+  // are outside the promise. Every quantized matmul runs its activations
+  // through this, so the scalar form's libm calls were a tenth of prefill.
+  void (*quantize_q8_0_row)(const float* x, std::byte* dst, std::size_t n);
 };
 
 const VecKernels& vec_kernels(KernelPath p);

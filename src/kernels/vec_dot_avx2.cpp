@@ -173,6 +173,46 @@ void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
 }
 
+// Rounds half away from zero as std::round does: truncate, then step away
+// from zero where the (exact) remainder is at least a half.
+inline __m256 round_half_away(__m256 q) {
+  const __m256 t = _mm256_round_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 frac = _mm256_andnot_ps(sign, _mm256_sub_ps(q, t));
+  const __m256 step = _mm256_or_ps(_mm256_and_ps(q, sign), _mm256_set1_ps(1.0f));
+  return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
+}
+
+void quantize_q8_0_row(const float* src, std::byte* dst, std::size_t n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (std::size_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const float* x = src + b * kQuantBlockElems;
+    __m256 v[4], amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      // The data first: where it is NaN, max keeps the running value, as fmax does.
+      amax = _mm256_max_ps(_mm256_andnot_ps(sign, v[i]), amax);
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[i], vid)));
+    // Packing works within 128-bit lanes; the permute puts the bytes back in order.
+    const __m256i w01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i w23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i bytes =
+        _mm256_permutevar8x32_epi32(_mm256_packs_epi16(w01, w23), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    std::byte* out = dst + b * sizeof(BlockQ8_0);
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(out, &dh, sizeof dh);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + sizeof dh), bytes);
+  }
+}
+
 inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
   return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, scales));
 }
@@ -216,7 +256,8 @@ const VecKernels& avx2_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
-                                .f16_to_f32_row = f16_to_f32_row};
+                                .f16_to_f32_row = f16_to_f32_row,
+                                .quantize_q8_0_row = quantize_q8_0_row};
   return k;
 }
 

@@ -206,6 +206,36 @@ void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = LoadF16{}.scalar(v + 2 * i);
 }
 
+// Rounds half away from zero as std::round does: truncate, then step away
+// from zero where the (exact) remainder is at least a half.
+inline __m512 round_half_away(__m512 q) {
+  const __m512 t = _mm512_roundscale_ps(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __mmask16 step = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(q, t)), _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512 one = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(q), _mm512_set1_epi32(INT32_MIN)),
+                      _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+  return _mm512_mask_add_ps(t, step, t, one);
+}
+
+void quantize_q8_0_row(const float* src, std::byte* dst, std::size_t n) {
+  for (std::size_t b = 0; b < n / kQuantBlockElems; ++b) {
+    const float* x = src + b * kQuantBlockElems;
+    const __m512 v0 = _mm512_loadu_ps(x), v1 = _mm512_loadu_ps(x + 16);
+    // The data first: where it is NaN, max keeps the running value, as fmax does.
+    const __m512 amax = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps()));
+    const float d = _mm512_reduce_max_ps(amax) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    std::byte* out = dst + b * sizeof(BlockQ8_0);
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(out, &dh, sizeof dh);
+    const __m512i q0 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v0, vid)));
+    const __m512i q1 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v1, vid)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + sizeof dh), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + sizeof dh + 16), _mm512_cvtsepi32_epi8(q1));
+  }
+}
+
 inline __m512i k_scaled_add512(__m512i acc, __m512i pairs, __m512i scales) {
   return _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, scales));
 }
@@ -310,7 +340,8 @@ const VecKernels& avx512_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
-                                .f16_to_f32_row = f16_to_f32_row};
+                                .f16_to_f32_row = f16_to_f32_row,
+                                .quantize_q8_0_row = quantize_q8_0_row};
   return k;
 }
 

@@ -4,6 +4,7 @@
 
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quantize.h"
 #include "kernels/vec_dot.h"
 #include "kernels/element_read.h"
 #include "util/half.h"
@@ -186,6 +187,7 @@ void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
 void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = load_f16(v, i);
 }
+void quantize_q8_0_row(const float* x, std::byte* dst, std::size_t n) { quantize_row(WeightType::Q8_0, x, dst, n); }
 
 }  // namespace
 
@@ -216,7 +218,8 @@ const VecKernels& scalar_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
-                                .f16_to_f32_row = f16_to_f32_row};
+                                .f16_to_f32_row = f16_to_f32_row,
+                                .quantize_q8_0_row = quantize_q8_0_row};
   return k;
 }
 

@@ -9,6 +9,7 @@
 
 #include "kernel_test_support.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/vec_dot.h"
 #include "util/half.h"
 
 namespace clm {
@@ -140,6 +141,42 @@ TEST(Quantize, Q4_0ErrorIsWithinOneStep) {
       // Rounded to the nearest level, except the top level (+7) clamps.
       const bool clamped = xi / d32 >= 7.5f;
       EXPECT_LE(err, (clamped ? 1.0f : 0.5f) * std::fabs(d32) + slack) << "block " << b << " elem " << j;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace clm
+
+namespace clm {
+namespace {
+
+// The activation quantizer of every kernel path writes bitwise what the
+// reference quantize_row writes: ordinary rows at several scales, rows of
+// exact halves (x * (1 / d) lands on k + 0.5, where rounding away from zero
+// and to even differ), all-zero and signed-zero blocks, and large values.
+TEST(QuantizeQ8Activations, EveryPathIsBitwiseTheReference) {
+  constexpr std::size_t n = 32 * 24;
+  std::vector<std::vector<float>> rows;
+  for (float scale : {1e-4f, 1.0f, 37.0f, 3e4f}) rows.push_back(test::random_floats(n, 7u, -scale, scale));
+  std::vector<float> halves(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    // Each block holds 127 (so d = 1, 1 / d = 1) and halves of both signs.
+    const float k = static_cast<float>(static_cast<int>(i % 32) * 4 - 64) + 0.5f;
+    halves[i] = i % 32 == 0 ? 127.0f : k;
+  }
+  rows.push_back(halves);
+  std::vector<float> zeros(n, 0.0f);
+  for (std::size_t i = 0; i < n; i += 3) zeros[i] = -0.0f;
+  for (std::size_t i = 64; i < 96; ++i) zeros[i] = i % 2 ? 1e-3f : -2.5f;  // one block that is not zero
+  rows.push_back(zeros);
+  for (const auto& x : rows) {
+    std::vector<std::byte> want(row_bytes(WeightType::Q8_0, n));
+    quantize_row(WeightType::Q8_0, x.data(), want.data(), n);
+    for (KernelPath path : test::supported_paths()) {
+      std::vector<std::byte> got(want.size(), std::byte{0x77});
+      vec_kernels(path).quantize_q8_0_row(x.data(), got.data(), n);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << kernel_path_name(path);
     }
   }
 }
