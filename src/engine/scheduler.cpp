@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/blend_selection.h"
-#include "engine/kv_budget.h"
+#include "engine/scheduler_sequence.h"
 #include "model/logprobs.h"
 #include "util/check.h"
 
@@ -20,14 +19,6 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 constexpr std::size_t kTtftWindow = 1024;
 
-// Blocks live sequences forgot, counted under the scheduler's lock.
-void count_evicted(std::mutex& mu, SchedulerStats& stats, uint64_t blocks, bool pressure, int block_size) {
-  if (blocks == 0) return;
-  std::lock_guard lock(mu);
-  (pressure ? stats.evicted_blocks_pressure : stats.evicted_blocks_budget) += blocks;
-  stats.evicted_tokens += blocks * static_cast<uint64_t>(block_size);
-}
-
 // Nearest-rank percentile of an unsorted sample.
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0.0;
@@ -39,91 +30,6 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-struct Scheduler::Sequence {
-  Sequence(RequestId id_in, Request req, TokenCallback tok, DoneCallback done, int block_size)
-      : id(id_in),
-        request(std::move(req)),
-        on_token(std::move(tok)),
-        on_done(std::move(done)),
-        kv(block_size),
-        sampler(request.sampler),
-        history(request.prompt),
-        n_prompt(static_cast<int>(request.prompt.size())) {}
-
-  RequestId id;
-  Request request;
-  TokenCallback on_token;
-  DoneCallback on_done;
-  CachedSequence kv;
-  Sampler sampler;
-  std::vector<int32_t> history;  // prompt + generated tokens, for the penalties
-  PromptLabels labels;           // the splitter's, for the cache's type guard
-  int n_prompt;
-  int max_new = 0;        // max_tokens, bounded by the room left in n_ctx
-  ReuseCounts reuse;      // from the plan applied at admission
-  // Prompt ranges left to compute, from the plan; `compute_at` is the next
-  // position inside compute[compute_range].
-  std::vector<TokenRange> compute;
-  std::size_t compute_range = 0;
-  int32_t compute_at = 0;
-  // Blend's first pass: every prompt token of probe_region runs as a probe
-  // (model/batch.h), which also fills the layer-0 K/V of the tokens still to
-  // compute there; the copied ones (`copied`) are measured. Once the pass is
-  // complete the most deviant copied tokens join `compute`, and only then
-  // does the second pass (plain computing) begin.
-  TokenRange probe_region;
-  int32_t probe_at = 0;
-  bool blend_selected = false;
-  std::vector<TokenRange> copied;
-  std::vector<float> deviation;  // per position of probe_region
-  // Per position of probe_region, the residual its probe left at the probe
-  // layer ([n][n_embd]): the second pass resumes its rows there instead of
-  // computing the layers before again. Dropped once that pass is built.
-  std::vector<float> probe_residual;
-  float blend_ratio = 0.0f;
-  bool blend_adaptive = false;
-  int blend_probed = 0;
-  double prefill_flops = 0.0;
-  std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
-  std::vector<TierEntry> promoted;  // read from the tiers at submit, adopted before admission
-  // With a KV budget the sequence can outgrow: what it forgets and why.
-  std::optional<KvBudget> budget;
-  bool unbounded = false;  // has a KV budget, so n_ctx does not bound it
-  bool batched = false;    // has rows in the batch being built: its slots must not move
-  int evicted_tokens() const { return budget ? budget->evicted_tokens() : 0; }
-  int generated = 0;
-  bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
-  int32_t pending = 0;
-  bool finished = false;
-  std::optional<CancelCause> cancel_cause;    // with finish(..., "cancelled")
-  std::optional<PreemptCause> preempt_cause;  // set when preempted
-  Clock::time_point submitted, admitted, first_token;
-
-  bool blend_pending() const { return probe_region.end > probe_region.begin && !blend_selected; }
-  bool probing() const { return blend_pending() && probe_at < probe_region.end; }
-  bool prefilling() const { return blend_pending() || compute_range < compute.size(); }
-  // Slots from here on may still be rewritten: the whole probe region until
-  // the recompute set is known, then whatever the second pass has not
-  // reached (it computes in position order).
-  int32_t final_limit() const {
-    if (blend_pending()) return probe_region.begin;
-    return compute_range < compute.size() ? compute_at : INT32_MAX;
-  }
-  // Whether the forward pass must return the logits of prompt row `pos`:
-  // the last one is sampled from, the others score the next prompt token.
-  bool wants_prompt_row(int32_t pos) const {
-    if (pos == n_prompt - 1) return max_new > 0;
-    return request.prompt_logprobs >= 0;
-  }
-  // Tokens the sequence must be able to hold at admission: the prompt and
-  // the slot of the first generated token (unless n_ctx leaves none).
-  // A sequence that forgets reserves its prompt's room chunk by chunk, at
-  // most its budget at admission.
-  int admission_tokens(int n_ctx) const {
-    if (budget) return std::min(n_prompt + 1, budget->budget_tokens());
-    return std::min(n_prompt + 1, unbounded ? INT32_MAX : n_ctx);
-  }
-};
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
     : model_(model),
@@ -586,8 +492,7 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
       // (see admission_tokens).
       s.batched = rows_added;
       if (!rows_added)
-        count_evicted(mu_, stats_, static_cast<uint64_t>(s.budget->enforce(cache_, s.kv, model_.tokenizer())), false,
-                      cache_.pool().geometry().block_size);
+        count_evicted(static_cast<uint64_t>(s.budget->enforce(cache_, s.kv, model_.tokenizer())), false);
       // A chunk is at most the budget, so the sequence holds at most twice it.
       n = std::min(n, s.budget->budget_tokens());
       const int room = s.kv.table.capacity() - s.kv.table.n_slots();
@@ -630,47 +535,6 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
       s.compute_at = s.compute[s.compute_range].begin;
   }
   if (s.compute_range == s.compute.size()) s.probe_residual = {};  // the batch holds what it needs
-}
-
-void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation,
-                                   std::span<const float> residual) {
-  const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
-  std::vector<Sequence*> measured;
-  for (std::size_t i = 0; i < probes.size(); ++i) {
-    Sequence& s = *probes[i].seq;
-    const auto at = static_cast<std::size_t>(probes[i].pos - s.probe_region.begin);
-    s.deviation[at] = deviation[i];
-    std::copy_n(residual.begin() + static_cast<std::ptrdiff_t>(i * n_embd), n_embd,
-                s.probe_residual.begin() + static_cast<std::ptrdiff_t>(at * n_embd));
-    if (measured.empty() || measured.back() != &s) measured.push_back(&s);
-  }
-  uint64_t recomputed = 0;
-  for (Sequence* sp : measured) {
-    Sequence& s = *sp;
-    if (s.finished || s.probing() || !s.blend_pending()) continue;
-    // The pass is complete: pick among the copied tokens.
-    std::vector<int32_t> positions;
-    std::vector<float> dev;
-    for (const TokenRange& r : s.copied)
-      for (int32_t pos = r.begin; pos < r.end; ++pos) {
-        positions.push_back(pos);
-        dev.push_back(s.deviation[static_cast<std::size_t>(pos - s.probe_region.begin)]);
-      }
-    std::vector<int32_t> chosen = select_for_recompute(dev, s.blend_ratio, s.blend_adaptive);
-    for (int32_t& i : chosen) i = positions[static_cast<std::size_t>(i)];
-    s.compute = add_positions(s.compute, chosen);
-    s.compute_range = 0;
-    s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
-    s.reuse.shift -= static_cast<int>(chosen.size());
-    s.reuse.recomputed += static_cast<int>(chosen.size());
-    s.blend_selected = true;
-    cache_.count_recomputed_copies(static_cast<int>(chosen.size()));
-    s.deviation = {};
-    recomputed += chosen.size();
-  }
-  std::lock_guard lock(mu_);
-  stats_.blend_probed_tokens += probes.size();
-  stats_.blend_recomputed_tokens += recomputed;
 }
 
 void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits) {
@@ -773,68 +637,6 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
     cache_stats_ = cache_.stats();
   }
   if (seq.on_done) seq.on_done(sum);
-}
-
-void Scheduler::enforce_budgets(const std::vector<Sequence*>& in_batch) {
-  uint64_t blocks = 0;
-  for (Sequence* s : in_batch)
-    if (s->budget && !s->finished) blocks += static_cast<uint64_t>(s->budget->enforce(cache_, s->kv, model_.tokenizer()));
-  count_evicted(mu_, stats_, blocks, false, cache_.pool().geometry().block_size);
-}
-
-
-bool Scheduler::relieve_pressure(std::size_t need) {
-  uint64_t blocks = 0;
-  // Each sequence's policy first sees what it holds (an attached prefix is
-  // not seen until its first forward pass).
-  for (auto& sp : running_)
-    if (!sp->finished && !sp->batched && sp->budget) sp->budget->observe(sp->kv, model_.tokenizer());
-  while (cache_.available_blocks() < need) {
-    // The lowest-scored candidate of any running sequence goes first.
-    Sequence* lowest = nullptr;
-    for (auto& sp : running_) {
-      Sequence& s = *sp;
-      if (s.finished || s.batched || !s.budget || !s.budget->has_candidate()) continue;
-      if (!lowest || s.budget->lowest_candidate_score() < lowest->budget->lowest_candidate_score()) lowest = &s;
-    }
-    if (lowest) {
-      blocks += static_cast<uint64_t>(lowest->budget->reclaim(cache_, lowest->kv, 1));
-      continue;
-    }
-    // No candidates anywhere: the longest sequence forgets the block its
-    // policy would forget next (protected blocks stay).
-    bool shed = false;
-    std::vector<Sequence*> longest_first;
-    for (auto& sp : running_)
-      if (!sp->finished && !sp->batched && sp->budget) longest_first.push_back(sp.get());
-    std::sort(longest_first.begin(), longest_first.end(),
-              [](Sequence* a, Sequence* b) { return a->budget->live_tokens() > b->budget->live_tokens(); });
-    for (Sequence* s : longest_first) {
-      const int n = s->budget->shed_one(cache_, s->kv);
-      blocks += static_cast<uint64_t>(n);
-      if (n > 0) {
-        shed = true;
-        break;
-      }
-    }
-    if (!shed) break;
-  }
-  count_evicted(mu_, stats_, blocks, true, cache_.pool().geometry().block_size);
-  return cache_.available_blocks() >= need;
-}
-
-void Scheduler::refresh_budget_gauges() {
-  int candidates = 0, protected_blocks = 0, over = 0;
-  for (const auto& sp : running_) {
-    if (!sp->budget) continue;
-    candidates += static_cast<int>(sp->budget->policy().candidates().size());
-    protected_blocks += sp->budget->protected_blocks();
-    over += sp->budget->over_budget() ? 1 : 0;
-  }
-  std::lock_guard lock(mu_);
-  stats_.evict_candidates = candidates;
-  stats_.evict_protected_blocks = protected_blocks;
-  stats_.sequences_over_budget = over;
 }
 
 void Scheduler::remove_finished() {

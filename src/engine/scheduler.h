@@ -266,6 +266,8 @@ class Scheduler {
   // Protected blocks stay. Returns whether they are.
   bool relieve_pressure(std::size_t need);
   void refresh_budget_gauges();
+  // Counts blocks live sequences forgot, under the lock.
+  void count_evicted(uint64_t blocks, bool pressure);
   // Releases the sequence's blocks and calls its done callback. `reason`
   // "cancelled" takes the sequence's cancel cause; a preempted one has its
   // preempt cause set before.
