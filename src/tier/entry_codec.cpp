@@ -193,14 +193,17 @@ Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
     return fail("the tensors do not match the metadata");
   if (bytes.size() - 8 - length != kv_bytes) return fail("the data size is wrong (truncated?)");
 
-  entry.kv.resize(kv_bytes);
+  // Appended part by part into reserved room: no zero-filling pass over a
+  // fresh megabyte first (restoring a prefix reads one entry per block).
+  entry.kv.reserve(kv_bytes);
   const std::byte* k = bytes.data() + 8 + length;
   const std::byte* v = k + half;
   const std::size_t part = half_layer_bytes(g);
   for (int layer = 0; layer < g.n_layers; ++layer) {
-    std::byte* dst = entry.kv.data() + static_cast<std::size_t>(layer) * g.layer_bytes();
-    std::memcpy(dst, k + static_cast<std::size_t>(layer) * part, part);
-    std::memcpy(dst + part, v + static_cast<std::size_t>(layer) * part, part);
+    const std::byte* k_layer = k + static_cast<std::size_t>(layer) * part;
+    const std::byte* v_layer = v + static_cast<std::size_t>(layer) * part;
+    entry.kv.insert(entry.kv.end(), k_layer, k_layer + part);
+    entry.kv.insert(entry.kv.end(), v_layer, v_layer + part);
   }
   if (entry_checksum(entry) != checksum) return fail("checksum mismatch");
   return entry;
