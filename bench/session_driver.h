@@ -44,7 +44,9 @@ struct SessionRun {
   double ttft_p50_s = 0.0;
   double ttft_p95_s = 0.0;
   std::size_t peak_blocks = 0;   // blocks referenced by live sequences, at the peak (between steps)
-  std::size_t ideal_blocks = 0;  // at the same step: the live tokens in whole blocks, the shared prompt once
+  // At the same step: the live sequences' tokens in whole blocks, the shared
+  // prompt once (without budgets; forgotten tokens are counted too).
+  std::size_t ideal_blocks = 0;
   std::size_t pool_blocks = 0;   // the pool the run had
   long prompt_tokens = 0;
   long cached_tokens = 0;
