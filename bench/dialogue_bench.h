@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_stats.h"
+#include "session_driver.h"
 #include "util/error.h"
 
 namespace clm {
@@ -32,18 +33,6 @@ struct DialogueBenchOptions {
   int turns = 2;          // user turns per session
   int user_tokens = 24;   // per user turn
   int reply_tokens = 16;  // generated per turn
-};
-
-struct SessionRun {
-  double seconds = 0.0;
-  long generated_tokens = 0;
-  double tokens_per_s = 0.0;
-  double ttft_p50_s = 0.0;
-  double ttft_p95_s = 0.0;
-  std::size_t peak_blocks = 0;        // blocks referenced by live sequences, at the peak
-  std::size_t ideal_blocks = 0;       // at the same step
-  long prompt_tokens = 0;
-  long cached_tokens = 0;
 };
 
 struct DialogueBenchResult {

@@ -8,6 +8,7 @@
 #include "app/model_source.h"
 #include "dialogue_bench.h"
 #include "dialogue_scaling.h"
+#include "longchat_bench.h"
 #include "memory_bench.h"
 #include "model/synthetic_model.h"
 #include "model_bench.h"
@@ -113,6 +114,36 @@ int bench_dialogue(DialogueBenchFlags& f) {
     return 1;
   }
   return report(f.options, *r, f.format, f.json_path);
+}
+
+struct LongchatBenchFlags {
+  LongchatBenchOptions options;
+  std::string format = "md";
+  std::string json_path;  // also write the JSON here
+};
+
+// Prints the report; fails (after it) when the bounded run broke its bound
+// or a conversation fell short of its target: what the benchmark asserts.
+int bench_longchat(LongchatBenchFlags& f) {
+  if (!resolve_bench_model(f.options.model_path)) return 1;
+  auto r = run_longchat_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  if (const int rc = report(f.options, *r, f.format, f.json_path); rc != 0) return rc;
+  if (!r->within_bound()) {
+    std::fprintf(stderr, "clmcache: bench longchat: peak KV %zu blocks, over the bound of %zu\n", r->bounded.peak_blocks,
+                 r->bound_blocks);
+    return 1;
+  }
+  if (r->bounded_reached < f.options.sessions || r->unbounded_reached < f.options.sessions) {
+    std::fprintf(stderr,
+                 "clmcache: bench longchat: %d bounded and %d unbounded of %d conversations reached %d tokens\n",
+                 r->bounded_reached, r->unbounded_reached, f.options.sessions, r->target_tokens);
+    return 1;
+  }
+  return 0;
 }
 
 struct ReuseBenchFlags {
@@ -242,6 +273,38 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   dialogue->add_option("-o,--output", df->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   dialogue->add_option("--json", df->json_path, "also write the results as JSON to this file");
   dialogue->callback([df, &exit_code] { exit_code = bench_dialogue(*df); });
+
+  auto lf = std::make_shared<LongchatBenchFlags>();
+  LongchatBenchOptions& lo = lf->options;
+  CLI::App* longchat = bench->add_subcommand(
+      "longchat", "conversations outgrowing their KV budget: peak KV, throughput and TTFT against unbounded contexts");
+  longchat->add_option("-m,--model", lo.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  longchat->add_option("-t,--threads", lo.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  longchat->add_option("--block-size", lo.block_size, "tokens per KV block (and per eviction block)")
+      ->check(CLI::Range(1, 4096));
+  longchat->add_option("--batch", lo.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  longchat->add_option("--sessions", lo.sessions, "concurrent conversations")->check(CLI::Range(1, 4096));
+  longchat->add_option("--turns", lo.turns, "user turns per conversation")->check(CLI::Range(1, 1000));
+  longchat->add_option("--kv-budget-tokens", lo.kv_budget_tokens, "each sequence's KV budget in the bounded run")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  longchat->add_option("--growth", lo.growth, "each conversation grows to this many times the budget")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  longchat->add_option("--system-tokens", lo.system_tokens, "shared system prompt tokens, BOS included")
+      ->check(CLI::Range(2, 1 << 20));
+  longchat->add_option("--reply-tokens", lo.reply_tokens, "generated tokens per turn")->check(CLI::Range(1, 1 << 16));
+  longchat
+      ->add_option_function<std::string>(
+          "--evict",
+          // CLI11 has checked the name, so the lookup cannot fail.
+          [&lo](const std::string& v) { lo.evict.kind = parse_evict_kind(v).value_or(lo.evict.kind); },
+          "what the bounded run forgets: attention, window, sinks-window or h2o")
+      ->check(CLI::IsMember({"attention", "window", "sinks-window", "h2o"}))
+      ->default_str(std::string(evict_kind_name(lo.evict.kind)));
+  longchat->add_option("-o,--output", lf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  longchat->add_option("--json", lf->json_path, "also write the results as JSON to this file");
+  longchat->callback([lf, &exit_code] { exit_code = bench_longchat(*lf); });
 
   auto rf = std::make_shared<ReuseBenchFlags>();
   ReuseBenchOptions& ro = rf->options;
