@@ -5,7 +5,7 @@ For each binary given, starts it on the model, runs CLIENTS concurrent
 streamed completions of up to TOKENS tokens (greedy; some end early at the
 model's end token, so throughput is counted from each stream's usage), and
 prints generated tokens per second of wall time, time to first token
-(median and max), and how many streams were cut short (finish_reason
+(median and max, from before the client connects), and how many streams were cut short (finish_reason
 "length" before TOKENS tokens: preempted because the KV cache was full).
 Rounds alternate between the binaries so that a loaded machine treats them
 alike; the last lines give each binary's median over the rounds.
@@ -30,10 +30,12 @@ from http_client import start_server, stop_server
 
 
 def stream(port, i, tokens, out):
-    s = socket.create_connection(("127.0.0.1", port))
     body = json.dumps({"prompt": f"Once upon a time {i}", "max_tokens": tokens, "stream": True, "temperature": 0,
                        "stream_options": {"include_usage": True}})
+    # Timed from before connecting: a server whose listen backlog overflows
+    # makes a client wait for its SYN to be sent again (a second or more).
     t0 = time.time()
+    s = socket.create_connection(("127.0.0.1", port))
     s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
               f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}".encode())
     data, first = b"", None
