@@ -57,8 +57,9 @@ struct SchedulerOptions {
   // (null: the splitter's default rules).
   std::shared_ptr<const PromptTyper> typer;
   // Storage tiers below RAM (null: none). submit() reads a prompt's missing
-  // prefix blocks from them on the caller's thread; the stepping thread
-  // copies them into the pool before admission (promote_queued).
+  // prefix blocks from them on the caller's thread, straight into pool
+  // blocks the stepping thread reserves for it (scheduler_landing.cpp); the
+  // stepping thread publishes them before admission (promote_queued).
   TierSet* tiers = nullptr;
   // Conversations' pinned prefixes (engine/session_pins.h): their share
   // bound. A request that cannot get room otherwise takes it from the pins.
