@@ -25,7 +25,7 @@
 #include "cache/span_index.h"
 #include "cache/token_label.h"
 #include "kernels/rope_shift.h"
-#include "tier/tier_entry.h"
+#include "tier/kv_landing.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -170,8 +170,17 @@ class KvCacheManager {
   // checked against the prompt (key, parent, tokens, positions, fingerprint,
   // geometry) and adopted only under a resident parent; the first that does
   // not fit, or finds no free or evictable block, ends it. Returns how many
-  // were adopted. Copies bytes only: no I/O.
-  std::size_t adopt(std::span<const int32_t> prompt, uint64_t cache_namespace, std::span<const TierEntry> entries);
+  // were adopted. No I/O: an entry landed in a reserved block is published
+  // in place; one in its own buffer is copied into a block. Takes over every
+  // landed block: those not adopted go back to the pool.
+  std::size_t adopt(std::span<const int32_t> prompt, uint64_t cache_namespace, std::span<const LandedEntry> entries);
+  // A block for a tier read to land in (tier/kv_landing.h): referenced, in
+  // no index, taken from the free stack or by evicting an idle cached
+  // block; kNoBlock when none can be had. adopt() or return_landing() takes
+  // it back.
+  BlockId reserve_landing();
+  // Gives back a reserved block that holds nothing usable.
+  void return_landing(BlockId id);
 
   // Session pins (engine/session_pins.h): takes a reference on each resident
   // exact prefix block of `tokens`, first block first, at most max_blocks,
@@ -246,6 +255,9 @@ class KvCacheManager {
   // tokens with `rest` (at most a block), and that length.
   std::pair<BlockId, int> best_partial(BlockKey parent, uint64_t cache_namespace, std::span<const int32_t> rest) const;
   // Registers a block under `parent_key` / `parent_block` holding `tokens`.
+  // adopt() less the return of the landed blocks it did not adopt.
+  std::size_t adopt_chain(std::span<const int32_t> prompt, uint64_t cache_namespace,
+                          std::span<const LandedEntry> entries);
   void register_block(BlockId id, BlockKey key, BlockKey parent_key, BlockId parent_block,
                       std::span<const int32_t> tokens, uint64_t cache_namespace);
   // Keeps an approximate block as a span source; `parent_block` is the

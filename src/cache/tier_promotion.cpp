@@ -22,8 +22,25 @@ std::vector<BlockKey> KvCacheManager::prompt_keys(std::span<const int32_t> promp
   return keys;
 }
 
+BlockId KvCacheManager::reserve_landing() { return allocate_block(); }
+
+void KvCacheManager::return_landing(BlockId id) {
+  CLM_CHECK(pool_.release(id) == 0, "a landing block has one reference");
+  pool_.free(id);
+}
+
 std::size_t KvCacheManager::adopt(std::span<const int32_t> prompt, uint64_t cache_namespace,
-                                  std::span<const TierEntry> entries) {
+                                  std::span<const LandedEntry> entries) {
+  const std::size_t adopted = adopt_chain(prompt, cache_namespace, entries);
+  // The landed blocks that were not adopted hold a tier's bytes nobody
+  // publishes: back to the pool.
+  for (const LandedEntry& e : entries)
+    if (e.block != kNoBlock && !cached(e.block)) return_landing(e.block);
+  return adopted;
+}
+
+std::size_t KvCacheManager::adopt_chain(std::span<const int32_t> prompt, uint64_t cache_namespace,
+                                        std::span<const LandedEntry> entries) {
   if (!options_.prefix_caching || entries.empty()) return 0;
   const KeyContext context{fingerprint_, cache_namespace};
   const std::size_t bs = static_cast<std::size_t>(block_size_);
@@ -45,16 +62,20 @@ std::size_t KvCacheManager::adopt(std::span<const int32_t> prompt, uint64_t cach
       parent_block = resident;
       continue;
     }
-    const TierEntry& e = entries[next++];
+    const LandedEntry& e = entries[next++];
     if (index_.count(key) != 0 || e.key != key || e.parent != parent) break;  // not this chain's continuation
-    if (entry_defect(e, fingerprint_, key, pool_.geometry()) != nullptr) break;
+    const bool landed = e.block != kNoBlock;
+    if (landed ? header_defect(e, fingerprint_, key, pool_.geometry()) != nullptr
+               : entry_defect(e, fingerprint_, key, pool_.geometry()) != nullptr)
+      break;
     if (!std::equal(tokens.begin(), tokens.end(), e.tokens.begin())) break;  // a hash collision
     bool natural_positions = true;
     for (std::size_t i = 0; i < bs; ++i) natural_positions &= e.positions[i] == static_cast<int32_t>(b * bs + i);
     if (!natural_positions) break;
-    const BlockId id = allocate_block();  // referenced: not evictable while the chain grows
+    // Referenced either way: not evictable while the chain grows.
+    const BlockId id = landed ? e.block : allocate_block();
     if (id == kNoBlock) break;
-    std::memcpy(pool_.block_data(id), e.kv.data(), e.kv.size());
+    if (!landed) std::memcpy(pool_.block_data(id), e.kv.data(), e.kv.size());
     register_block(id, key, parent, parent_block, tokens, cache_namespace);
     ++counters_.blocks_ever_cached;
     held.push_back(id);

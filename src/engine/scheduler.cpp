@@ -94,14 +94,23 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     seq->labels = options_.typer->label(model_.tokenizer(), seq->request.prompt);
   seq->submitted = Clock::now();
   // Tier I/O happens here, on the caller's thread and before the request is
-  // queued, never on the scheduler's thread or under its lock.
+  // queued, never on the scheduler's thread or under its lock; the K/V lands
+  // in pool blocks the stepping thread reserved for it.
   if (options_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
-    seq->promoted = options_.tiers->fetch(cache_.prompt_keys(seq->request.prompt, seq->request.cache_namespace));
+    seq->promoted = fetch_promoted(seq->request);
   RequestId id = 0;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    const bool refused = stopping_ || queue_.size() >= static_cast<std::size_t>(options_.max_queued);
+    if (refused) {
+      std::vector<BlockId> landed;
+      for (const LandedEntry& e : seq->promoted)
+        if (e.block != kNoBlock) landed.push_back(e.block);
+      lock.unlock();
+      return_landings(landed);
+    }
     if (stopping_) return fail(ErrorKind::Unavailable, "the scheduler is stopped");
-    if (queue_.size() >= static_cast<std::size_t>(options_.max_queued))
+    if (refused)
       return fail(ErrorKind::Overloaded, "request queue full (" + std::to_string(options_.max_queued) + " waiting)");
     id = next_id_++;
     seq->id = id;
@@ -184,7 +193,8 @@ void Scheduler::stop() {
 
 void Scheduler::wait_for_work(std::unique_lock<std::mutex>& lock) {
   auto has_work = [&] {
-    return stopping_ || !queue_.empty() || !cancelled_.empty() || !pin_calls_.empty() || !running_.empty();
+    return stopping_ || !queue_.empty() || !cancelled_.empty() || !pin_calls_.empty() || !running_.empty() ||
+           !landing_requests_.empty() || !landings_returned_.empty();
   };
   // An idle server still unpins sessions on time: it wakes when the next
   // pin expires.
@@ -205,12 +215,14 @@ void Scheduler::loop() {
     }
     step_once();
   }
+  refuse_landings();
   cancel_all();
   pins_.clear();
 }
 
 bool Scheduler::step() {
   CLM_CHECK(!started(), "step() while the loop thread runs");
+  std::lock_guard step(step_mu_);
   return step_once();
 }
 
@@ -241,6 +253,7 @@ bool Scheduler::step_once() {
     last_sweep_ = t0;
   }
   const std::size_t running_before = running_.size();
+  serve_landings();
   promote_queued();
   admit();
   bool progressed = running_.size() != running_before || pins_changed;
@@ -334,8 +347,10 @@ void Scheduler::promote_queued() {
     std::lock_guard lock(mu_);
     const auto max_running = static_cast<std::size_t>(options_.max_running);
     const std::size_t room = max_running - std::min(running_.size(), max_running);
-    for (std::size_t i = 0; i < queue_.size() && i < room; ++i)
-      if (!queue_[i]->promoted.empty()) ready.push_back(queue_[i].get());
+    for (std::size_t i = 0; i < queue_.size(); ++i) {
+      const auto& promoted = queue_[i]->promoted;
+      if (!promoted.empty() && (i < room || promoted.front().block != kNoBlock)) ready.push_back(queue_[i].get());
+    }
   }
   for (Sequence* s : ready) {
     options_.tiers->count_promoted(cache_.adopt(s->request.prompt, s->request.cache_namespace, s->promoted));
@@ -594,6 +609,7 @@ void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<
 void Scheduler::finish(Sequence& seq, const std::string& reason, const std::string& note_or_error) {
   CLM_CHECK(!seq.finished, "a request finished twice");
   seq.finished = true;
+  drop_promoted(seq);
   cache_.release(seq.kv);
   const auto now = Clock::now();
   RequestSummary sum;

@@ -57,8 +57,9 @@ struct SchedulerOptions {
   // (null: the splitter's default rules).
   std::shared_ptr<const PromptTyper> typer;
   // Storage tiers below RAM (null: none). submit() reads a prompt's missing
-  // prefix blocks from them on the caller's thread; the stepping thread
-  // copies them into the pool before admission (promote_queued).
+  // prefix blocks from them on the caller's thread, straight into pool
+  // blocks the stepping thread reserves for it (scheduler_landing.cpp); the
+  // stepping thread publishes them before admission (promote_queued).
   TierSet* tiers = nullptr;
   // Conversations' pinned prefixes (engine/session_pins.h): their share
   // bound. A request that cannot get room otherwise takes it from the pins.
@@ -242,7 +243,9 @@ class Scheduler {
   // The loop's wait: until there is work, or the next pin expires.
   void wait_for_work(std::unique_lock<std::mutex>& lock);
   // Adopts the tier entries submit() fetched for the sequences that may be
-  // admitted now (outside the lock: it copies block bytes).
+  // admitted now, and for every queued one whose entries landed in pool
+  // blocks (publishing those costs no copy and frees nothing later).
+  // Outside the lock: it may copy block bytes.
   void promote_queued();
   void admit();
   // Appends this step's tokens to `batch`; returns the sequences in it, in
@@ -298,6 +301,35 @@ class Scheduler {
   bool stopping_ = false;
   bool started_ = false;
   std::thread loop_;
+
+  // Pool blocks for tier reads to land in (scheduler_landing.cpp). submit()
+  // asks for them and reads into them on its own thread; the stepping thread,
+  // the only one that touches the pool, reserves them (evicting idle cached
+  // blocks if need be) and frees the ones handed back unused.
+  struct LandingRequest {
+    std::size_t wanted = 0;
+    std::vector<BlockId> granted;
+    bool answered = false;
+  };
+  class SubmitLanding;
+  // submit(): reads the request's missing prefix blocks from the tiers into
+  // blocks reserved for them.
+  std::vector<LandedEntry> fetch_promoted(const Request& request);
+  std::vector<LandingRequest*> landing_requests_;  // guarded by mu_
+  std::vector<BlockId> landings_returned_;         // guarded by mu_
+  std::condition_variable landing_answered_;
+  // Held by step() for a whole step when no loop runs, so that submit() can
+  // reserve landing blocks between steps (try_lock: never from a callback).
+  std::mutex step_mu_;
+  // Stepping thread: answers the waiting requests and frees returned blocks.
+  void serve_landings();
+  // The loop is ending: answers every waiting request with no blocks.
+  void refuse_landings();
+  // Any thread: blocks that go back to the pool at the next step.
+  void return_landings(std::span<const BlockId> blocks);
+  // Stepping thread: a sequence that leaves without adoption gives back the
+  // blocks its entries landed in.
+  void drop_promoted(Sequence& seq);
   std::vector<double> ttft_samples_;  // ring of the most recent samples
   std::size_t ttft_next_ = 0;
   SchedulerStats stats_;

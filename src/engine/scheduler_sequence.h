@@ -59,7 +59,7 @@ struct Scheduler::Sequence {
   int blend_probed = 0;
   double prefill_flops = 0.0;
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // with Request::prompt_logprobs >= 0
-  std::vector<TierEntry> promoted;  // read from the tiers at submit, adopted before admission
+  std::vector<LandedEntry> promoted;  // read from the tiers at submit, adopted before admission
   // With a KV budget the sequence can outgrow: what it forgets and why.
   std::optional<KvBudget> budget;
   bool unbounded = false;  // has a KV budget, so n_ctx does not bound it

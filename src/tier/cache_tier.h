@@ -22,12 +22,19 @@ class CacheTier {
 
   // A short name for logs and stats: "disk", "sqlite", "redis".
   virtual std::string name() const = 0;
+  // The KV layout of the entries this tier serves (the pool's).
+  virtual const KvGeometry& geometry() const = 0;
   // How many keys at the start of chain (parent first) are present. Cheap:
   // looks at the index, not at the bytes.
   virtual std::size_t exists(std::span<const BlockKey> chain) = 0;
-  // The entry stored under key, checked (fingerprint, key, geometry,
-  // checksum); nullopt when absent or unusable.
-  virtual std::optional<TierEntry> get(BlockKey key) = 0;
+  // The entry stored under key with its K/V read straight into kv (one
+  // block's bytes, the pool's block layout; promotion passes a reserved pool
+  // block), checked (fingerprint, key, geometry before the K/V is read, the
+  // checksum over what was read); the returned entry's own kv is empty.
+  // nullopt when absent or unusable, and then kv holds nothing usable.
+  virtual std::optional<TierEntry> get_into(BlockKey key, std::span<std::byte> kv) = 0;
+  // The same with the K/V in the returned entry's own buffer.
+  std::optional<TierEntry> get(BlockKey key);
   // Stores an entry; false when it was refused (no space, size cap, tier
   // unavailable). Never throws.
   virtual bool put(const TierEntry& entry) = 0;

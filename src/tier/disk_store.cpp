@@ -101,6 +101,18 @@ std::optional<std::vector<std::byte>> read_file(const std::string& path) {
   return out;
 }
 
+// Reads exactly out.size() bytes at offset; false on a short read or error.
+bool pread_all(int fd, uint64_t offset, std::span<std::byte> out) {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 int64_t mtime_ms(const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return 0;
@@ -234,6 +246,22 @@ std::optional<std::vector<std::byte>> DiskStore::load_bytes(const StoredEntry& r
   // The name is rebuilt from the key: an index edited by hand cannot point
   // outside the directory.
   return read_file(path(file_name(row.key)));
+}
+
+bool DiskStore::visit_bytes(const StoredEntry& row, const BytesVisitor& visit) {
+  const std::string file = path(file_name(row.key));
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st{};
+  const bool readable =
+      ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= kMaxEntryFileBytes;
+  // The K/V goes from the page cache straight to its destination (a pool
+  // block): no staging buffer to fault in and copy again.
+  if (readable)
+    visit(static_cast<uint64_t>(st.st_size),
+          [fd](uint64_t offset, std::span<std::byte> out) { return pread_all(fd, offset, out); });
+  ::close(fd);
+  return readable;
 }
 
 void DiskStore::drop_bytes(const StoredEntry& row) { ::unlink(path(file_name(row.key)).c_str()); }

@@ -34,6 +34,7 @@ class DiskStore final : public EntryStore {
 
   Status place_bytes(StoredEntry& row, std::span<const std::byte> bytes) override;
   std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) override;
+  bool visit_bytes(const StoredEntry& row, const BytesVisitor& visit) override;
   Status commit_row(const StoredEntry& row, std::span<const std::byte>) override {
     return insert_row(row, std::nullopt);
   }

@@ -146,13 +146,36 @@ std::vector<std::byte> encode_entry(const TierEntry& entry) {
   return out;
 }
 
+EntryReader memory_reader(std::span<const std::byte> bytes) {
+  return [bytes](uint64_t offset, std::span<std::byte> out) {
+    if (offset > bytes.size() || out.size() > bytes.size() - offset) return false;
+    std::memcpy(out.data(), bytes.data() + offset, out.size());
+    return true;
+  };
+}
+
 Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
-  if (bytes.empty()) return fail("empty file");
-  if (bytes.size() < 8) return fail("shorter than a safetensors header");
+  const EntryReader read = memory_reader(bytes);
+  Result<EntryHeader> header = read_entry_header(bytes.size(), read);
+  if (!header) return std::unexpected(header.error());
+  std::vector<std::byte> kv(header->entry.geometry.block_bytes());
+  if (Status done = read_entry_kv(*header, read, kv); !done) return std::unexpected(done.error());
+  TierEntry entry = std::move(header->entry);
+  entry.kv = std::move(kv);
+  return entry;
+}
+
+Result<EntryHeader> read_entry_header(uint64_t size, const EntryReader& read) {
+  if (size == 0) return fail("empty file");
+  if (size < 8) return fail("shorter than a safetensors header");
+  std::byte length_bytes[8];
+  if (!read(0, length_bytes)) return fail("cannot read the header length");
   uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[i]) << (8 * i);
-  if (length > kMaxHeaderBytes || length > bytes.size() - 8) return fail("header length out of range (truncated?)");
-  const auto* begin = reinterpret_cast<const char*>(bytes.data() + 8);
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(length_bytes[i]) << (8 * i);
+  if (length > kMaxHeaderBytes || length > size - 8) return fail("header length out of range (truncated?)");
+  std::string text(length, '\0');
+  if (!read(8, std::as_writable_bytes(std::span<char>(text)))) return fail("cannot read the header");
+  const char* begin = text.data();
   // The JSON parser stops at a NUL byte: one would hide what follows it.
   if (std::memchr(begin, 0, length) != nullptr) return fail("a NUL byte in the header");
   const json header = json::parse(begin, begin + length, nullptr, /*allow_exceptions=*/false);
@@ -164,7 +187,8 @@ Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
   const std::string* version = metadata_string(meta, "version");
   if (!format || *format != kFormat || !version || *version != kVersion) return fail("not a clmcache KV block");
 
-  TierEntry entry;
+  EntryHeader out;
+  TierEntry& entry = out.entry;
   KvGeometry& g = entry.geometry;
   if (!read_dim(meta, "n_layers", g.n_layers) || !read_dim(meta, "n_kv_heads", g.n_kv_heads) ||
       !read_dim(meta, "head_dim", g.head_dim) || !read_dim(meta, "block_size", g.block_size))
@@ -176,9 +200,8 @@ Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
   const std::string* key = metadata_string(meta, "key");
   const std::string* parent = metadata_string(meta, "parent");
   const std::string* checksum_text = metadata_string(meta, "checksum");
-  uint64_t checksum = 0;
   if (!fingerprint || !parse_hex64(*fingerprint, entry.model_fingerprint) || !key || !parse_hex64(*key, entry.key) ||
-      !parent || !parse_hex64(*parent, entry.parent) || !checksum_text || !parse_hex64(*checksum_text, checksum))
+      !parent || !parse_hex64(*parent, entry.parent) || !checksum_text || !parse_hex64(*checksum_text, out.checksum))
     return fail("bad fingerprint, key, parent or checksum in the metadata");
   const std::string* tokens = metadata_string(meta, "tokens");
   const std::string* positions = metadata_string(meta, "positions");
@@ -191,22 +214,27 @@ Result<TierEntry> decode_entry(std::span<const std::byte> bytes) {
   const std::size_t half = kv_bytes / 2;
   if (header.size() != 3 || !tensor_matches(header, "k", g, 0, half) || !tensor_matches(header, "v", g, half, kv_bytes))
     return fail("the tensors do not match the metadata");
-  if (bytes.size() - 8 - length != kv_bytes) return fail("the data size is wrong (truncated?)");
+  if (size - 8 - length != kv_bytes) return fail("the data size is wrong (truncated?)");
+  out.kv_offset = 8 + length;
+  return out;
+}
 
-  // Appended part by part into reserved room: no zero-filling pass over a
-  // fresh megabyte first (restoring a prefix reads one entry per block).
-  entry.kv.reserve(kv_bytes);
-  const std::byte* k = bytes.data() + 8 + length;
-  const std::byte* v = k + half;
+Status read_entry_kv(const EntryHeader& header, const EntryReader& read, std::span<std::byte> kv) {
+  const KvGeometry& g = header.entry.geometry;
+  if (kv.size() != g.block_bytes()) return fail("the destination does not hold one block");
+  // The file holds K of every layer, then V of every layer; the block
+  // interleaves them per layer. Each part goes straight to its place.
+  const uint64_t k = header.kv_offset;
+  const uint64_t v = k + kv.size() / 2;
   const std::size_t part = half_layer_bytes(g);
   for (int layer = 0; layer < g.n_layers; ++layer) {
-    const std::byte* k_layer = k + static_cast<std::size_t>(layer) * part;
-    const std::byte* v_layer = v + static_cast<std::size_t>(layer) * part;
-    entry.kv.insert(entry.kv.end(), k_layer, k_layer + part);
-    entry.kv.insert(entry.kv.end(), v_layer, v_layer + part);
+    const std::size_t at = static_cast<std::size_t>(layer) * g.layer_bytes();
+    const uint64_t from = static_cast<uint64_t>(layer) * part;
+    if (!read(k + from, kv.subspan(at, part)) || !read(v + from, kv.subspan(at + part, part)))
+      return fail("cannot read the tensors (truncated?)");
   }
-  if (entry_checksum(entry) != checksum) return fail("checksum mismatch");
-  return entry;
+  if (entry_checksum(header.entry, kv) != header.checksum) return fail("checksum mismatch");
+  return {};
 }
 
 }  // namespace clm

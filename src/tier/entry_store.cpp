@@ -230,28 +230,28 @@ std::size_t EntryStore::count_present(std::span<const BlockKey> chain, uint64_t 
   return present;
 }
 
-std::optional<std::vector<std::byte>> EntryStore::read(BlockKey key, uint64_t fingerprint) {
+bool EntryStore::read(BlockKey key, uint64_t fingerprint, const BytesVisitor& visit) {
   StoredEntry row;
   {
     std::lock_guard lock(mu_);
     const std::optional<StoredEntry> found = find_row(key);
     if (!found || found->fingerprint != fingerprint || last_access_of(*found) + found->ttl_s * 1000 < now_ms())
-      return std::nullopt;
+      return false;
     row = *found;
   }
-  std::optional<std::vector<std::byte>> bytes = load_bytes(row);
+  const bool present = visit_bytes(row, visit);
   std::lock_guard lock(mu_);
-  const std::optional<StoredEntry> still = find_row(key);
-  if (!bytes) {
+  if (!present) {
     // The row outlived its bytes (removed by hand, another process): the
     // entry and what depends on it are gone. Unless the entry was removed
     // and written anew meanwhile.
+    const std::optional<StoredEntry> still = find_row(key);
     if (still && still->created_ms == row.created_ms) remove_subtree(key, false);
-    return std::nullopt;
+    return false;
   }
   pending_hits_.emplace_back(key, now_ms());
   if (pending_hits_.size() >= kHitBatch) record_hits();
-  return bytes;
+  return true;
 }
 
 bool EntryStore::write(const TierEntry& entry) {

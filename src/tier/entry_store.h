@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "tier/entry_codec.h"
 #include "tier/sqlite_db.h"
 #include "tier/tier_entry.h"
 #include "util/error.h"
@@ -57,6 +58,9 @@ struct StoreCounters {
   uint64_t dependents_removed = 0;    // removed because an entry they depend on went
 };
 
+// Sees a stored entry's bytes: their size and a reader over them.
+using BytesVisitor = std::function<void(uint64_t size, const EntryReader& read)>;
+
 struct VerifyReport {
   std::size_t checked = 0;
   std::size_t quarantined = 0;
@@ -76,13 +80,15 @@ class EntryStore {
   // How many keys at the start of chain are present, unexpired and of this
   // model.
   std::size_t count_present(std::span<const BlockKey> chain, uint64_t fingerprint);
-  // The stored bytes of key when its row belongs to this model and has not
-  // expired; counts a hit. Unchecked: the caller decodes and checks them.
+  // Shows visit the stored bytes of key (their size and a reader; valid
+  // during the call only) when its row belongs to this model and has not
+  // expired, and counts a hit; false when absent. Unchecked: the visitor
+  // decodes and checks them, reading the K/V straight where it is used.
   // A hit's last access (its TTL and LRU position) and hit count are kept
   // in memory and written to the index in batches: one transaction for the
   // hits of a whole chain, at the next lookup, collection, eviction or
   // listing, rather than one per block read.
-  std::optional<std::vector<std::byte>> read(BlockKey key, uint64_t fingerprint);
+  bool read(BlockKey key, uint64_t fingerprint, const BytesVisitor& visit);
   // Encodes and stores entry. False when refused: the free-space floor, or
   // the entry is larger than the size cap (older entries are evicted, least
   // recently used first, to make room under the cap), or its parent is not
@@ -130,6 +136,10 @@ class EntryStore {
   // and sets row.file); then commit_row indexes them.
   virtual Status place_bytes(StoredEntry& row, std::span<const std::byte> bytes) = 0;
   virtual std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) = 0;
+  // Shows visit the bytes without copying them first (the disk store reads
+  // them from the open file, the SQLite store from the blob in place); false
+  // when they are missing.
+  virtual bool visit_bytes(const StoredEntry& row, const BytesVisitor& visit) = 0;
   virtual Status commit_row(const StoredEntry& row, std::span<const std::byte> bytes) = 0;
   virtual void drop_bytes(const StoredEntry& row) = 0;
   virtual void quarantine_bytes(const StoredEntry& row, const std::string& reason) = 0;

@@ -166,7 +166,7 @@ std::size_t RedisTier::exists(std::span<const BlockKey> chain) {
   return present;
 }
 
-std::optional<TierEntry> RedisTier::get(BlockKey key) {
+std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> kv) {
   const std::string name = key_name(key);
   std::optional<TierEntry> out;
   bool damaged = false;
@@ -183,9 +183,12 @@ std::optional<TierEntry> RedisTier::get(BlockKey key) {
     if (is_error(r) || is_error(renewed)) return false;
     if (r->type == REDIS_REPLY_NIL) return true;
     if (r->type != REDIS_REPLY_STRING) return false;
-    auto entry = decode_entry(std::as_bytes(std::span<const char>(r->str, r->len)));
-    if (entry && entry_defect(*entry, fingerprint_, key, geometry_) == nullptr) {
-      out = std::move(*entry);
+    // The reply's K/V is copied once, into its destination.
+    const EntryReader read = memory_reader(std::as_bytes(std::span<const char>(r->str, r->len)));
+    Result<EntryHeader> header = read_entry_header(r->len, read);
+    if (header && header_defect(header->entry, fingerprint_, key, geometry_) == nullptr &&
+        read_entry_kv(*header, read, kv)) {
+      out = std::move(header->entry);
       return true;
     }
     // Damaged or foreign under our key: a miss, and gone, so that the next

@@ -48,7 +48,8 @@ class RedisTier : public CacheTier, public TierHealth {
 
   std::string name() const override { return "redis"; }
   std::size_t exists(std::span<const BlockKey> chain) override;
-  std::optional<TierEntry> get(BlockKey key) override;
+  const KvGeometry& geometry() const override { return geometry_; }
+  std::optional<TierEntry> get_into(BlockKey key, std::span<std::byte> kv) override;
   bool put(const TierEntry& entry) override;
   void remove(BlockKey key) override;
   std::string breaker_state() const override { return breaker_state_name(breaker_.state()); }

@@ -69,6 +69,12 @@ std::vector<std::byte> SqliteStatement::column_blob(int index) const {
   return data ? std::vector<std::byte>(data, data + size) : std::vector<std::byte>();
 }
 
+std::span<const std::byte> SqliteStatement::column_blob_view(int index) const {
+  const auto* data = static_cast<const std::byte*>(sqlite3_column_blob(stmt_, index));
+  const auto size = static_cast<std::size_t>(sqlite3_column_bytes(stmt_, index));
+  return data ? std::span<const std::byte>(data, size) : std::span<const std::byte>();
+}
+
 bool SqliteStatement::column_is_null(int index) const { return sqlite3_column_type(stmt_, index) == SQLITE_NULL; }
 
 Result<SqliteDb> SqliteDb::open(const std::string& path, Check check_level) {

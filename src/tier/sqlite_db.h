@@ -42,6 +42,9 @@ class SqliteStatement {
   uint64_t column_key(int index) const { return static_cast<uint64_t>(column_int(index)); }
   std::string column_text(int index) const;
   std::vector<std::byte> column_blob(int index) const;
+  // The blob where SQLite holds it: valid until the next step, reset or
+  // column call on this statement.
+  std::span<const std::byte> column_blob_view(int index) const;
   bool column_is_null(int index) const;
 
  private:

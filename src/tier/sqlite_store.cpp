@@ -1,5 +1,7 @@
 #include "tier/sqlite_store.h"
 
+#include "tier/entry_codec.h"
+
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
@@ -82,6 +84,19 @@ std::optional<std::vector<std::byte>> SqliteStore::load_bytes(const StoredEntry&
   auto found = s->step();
   if (!found || !*found || s->column_is_null(0)) return std::nullopt;
   return s->column_blob(0);
+}
+
+bool SqliteStore::visit_bytes(const StoredEntry& row, const BytesVisitor& visit) {
+  auto s = db_.prepare("SELECT data FROM entries WHERE key = ?1");
+  if (!s) return false;
+  s->bind_key(1, row.key);
+  auto found = s->step();
+  if (!found || !*found || s->column_is_null(0)) return false;
+  // The blob is read where SQLite holds it, valid until the statement moves
+  // on: its K/V is copied once, into its destination.
+  const std::span<const std::byte> blob = s->column_blob_view(0);
+  visit(blob.size(), memory_reader(blob));
+  return true;
 }
 
 void SqliteStore::quarantine_bytes(const StoredEntry& row, const std::string& reason) {

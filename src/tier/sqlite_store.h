@@ -30,6 +30,7 @@ class SqliteStore final : public EntryStore {
   }
   Status commit_row(const StoredEntry& row, std::span<const std::byte> bytes) override;
   std::optional<std::vector<std::byte>> load_bytes(const StoredEntry& row) override;
+  bool visit_bytes(const StoredEntry& row, const BytesVisitor& visit) override;
   void drop_bytes(const StoredEntry&) override {}  // the bytes go with the row
   void quarantine_bytes(const StoredEntry& row, const std::string& reason) override;
   uint64_t free_bytes() override;

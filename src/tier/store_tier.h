@@ -25,7 +25,8 @@ class StoreTier final : public CacheTier, public TierUsage {
 
   std::string name() const override { return store_->kind(); }
   std::size_t exists(std::span<const BlockKey> chain) override;
-  std::optional<TierEntry> get(BlockKey key) override;
+  const KvGeometry& geometry() const override { return geometry_; }
+  std::optional<TierEntry> get_into(BlockKey key, std::span<std::byte> kv) override;
   // Refuses (false) an entry of another model or geometry, besides the
   // store's own refusals.
   bool put(const TierEntry& entry) override;

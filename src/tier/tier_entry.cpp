@@ -13,7 +13,9 @@ void feed(XXH3_state_t* state, const T& value) {
 
 }  // namespace
 
-uint64_t entry_checksum(const TierEntry& entry) {
+uint64_t entry_checksum(const TierEntry& entry) { return entry_checksum(entry, entry.kv); }
+
+uint64_t entry_checksum(const TierEntry& entry, std::span<const std::byte> kv) {
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   feed(state, entry.model_fingerprint);
@@ -22,11 +24,11 @@ uint64_t entry_checksum(const TierEntry& entry) {
   const KvGeometry& g = entry.geometry;
   const int32_t shape[5] = {g.n_layers, g.n_kv_heads, g.head_dim, g.block_size, static_cast<int32_t>(g.type)};
   feed(state, shape);
-  const uint64_t sizes[3] = {entry.tokens.size(), entry.positions.size(), entry.kv.size()};
+  const uint64_t sizes[3] = {entry.tokens.size(), entry.positions.size(), kv.size()};
   feed(state, sizes);
   XXH3_64bits_update(state, entry.tokens.data(), entry.tokens.size() * sizeof(int32_t));
   XXH3_64bits_update(state, entry.positions.data(), entry.positions.size() * sizeof(int32_t));
-  XXH3_64bits_update(state, entry.kv.data(), entry.kv.size());
+  XXH3_64bits_update(state, kv.data(), kv.size());
   const uint64_t sum = XXH3_64bits_digest(state);
   XXH3_freeState(state);
   return sum;
@@ -34,6 +36,13 @@ uint64_t entry_checksum(const TierEntry& entry) {
 
 const char* entry_defect(const TierEntry& entry, uint64_t model_fingerprint, BlockKey key,
                          const KvGeometry& geometry) {
+  if (const char* defect = header_defect(entry, model_fingerprint, key, geometry)) return defect;
+  if (entry.kv.size() != geometry.block_bytes()) return "the entry's K/V size is wrong";
+  return nullptr;
+}
+
+const char* header_defect(const TierEntry& entry, uint64_t model_fingerprint, BlockKey key,
+                          const KvGeometry& geometry) {
   if (entry.model_fingerprint != model_fingerprint) return "another model's entry";
   if (entry.key != key) return "the entry holds another key";
   const KvGeometry& g = entry.geometry;
@@ -43,7 +52,6 @@ const char* entry_defect(const TierEntry& entry, uint64_t model_fingerprint, Blo
   const auto block_tokens = static_cast<std::size_t>(geometry.block_size);
   if (entry.tokens.size() != block_tokens || entry.positions.size() != block_tokens)
     return "the entry does not hold one block of tokens";
-  if (entry.kv.size() != geometry.block_bytes()) return "the entry's K/V size is wrong";
   return nullptr;
 }
 

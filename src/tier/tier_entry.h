@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "cache/block_key.h"
@@ -27,10 +28,17 @@ struct TierEntry {
 // A 64-bit checksum over the entry's metadata and bytes; a stored entry
 // whose recomputed checksum differs is damaged.
 uint64_t entry_checksum(const TierEntry& entry);
+// The same checksum for an entry whose K/V lies elsewhere (a pool block it
+// was read into): `entry`'s own kv is ignored, `kv` stands for it.
+uint64_t entry_checksum(const TierEntry& entry, std::span<const std::byte> kv);
 
 // Why an entry read back cannot be used, or empty when it can: the shape is
 // consistent and it belongs to this model and this key.
 const char* entry_defect(const TierEntry& entry, uint64_t model_fingerprint, BlockKey key,
                          const KvGeometry& geometry);
+// entry_defect without the size of the K/V bytes: what can be checked from
+// a stored entry's header, before its bytes are read.
+const char* header_defect(const TierEntry& entry, uint64_t model_fingerprint, BlockKey key,
+                          const KvGeometry& geometry);
 
 }  // namespace clm

@@ -19,8 +19,8 @@ TierSet::TierSet(std::vector<std::unique_ptr<CacheTier>> tiers, uint64_t model_f
 
 TierSet::~TierSet() { writer_.reset(); }
 
-std::vector<TierEntry> TierSet::fetch(std::span<const BlockKey> chain) {
-  std::vector<TierEntry> out;
+std::vector<LandedEntry> TierSet::fetch(std::span<const BlockKey> chain, KvLandingSource* landing) {
+  std::vector<LandedEntry> out;
   std::size_t pos = 0;
   {
     std::lock_guard lock(mu_);
@@ -32,17 +32,34 @@ std::vector<TierEntry> TierSet::fetch(std::span<const BlockKey> chain) {
     for (std::size_t t = 0; t < tiers_.size() && !advanced; ++t) {
       CacheTier& tier = *tiers_[t];
       const std::size_t present = tier.exists(chain.subspan(pos));
+      if (landing && present > 0) landing->reserve(present);
       std::size_t got = 0;
       while (got < present) {
         const std::size_t at = pos + got;
-        std::optional<TierEntry> e = tier.get(chain[at]);
+        const std::optional<KvLanding> room = landing ? landing->take() : std::nullopt;
+        LandedEntry e;
+        if (room) {
+          std::optional<TierEntry> read = tier.get_into(chain[at], room->kv);
+          if (read) static_cast<TierEntry&>(e) = std::move(*read);
+          e.block = read ? room->block : kNoBlock;
+        } else if (std::optional<TierEntry> read = tier.get(chain[at])) {
+          static_cast<TierEntry&>(e) = std::move(*read);
+        }
         // The chain must hold together: a child is used only after its parent.
-        if (!e || e->parent != (at == 0 ? kNoKey : chain[at - 1])) break;
+        const bool usable = e.key == chain[at] && e.parent == (at == 0 ? kNoKey : chain[at - 1]);
+        if (!usable) {
+          if (room) landing->give_back(room->block);
+          break;
+        }
         // Found below a faster tier: copy it up, so that the faster tier
         // holds the chain next time (the writer keeps chain order, parents
         // first). A full queue drops the copy like any write.
-        if (t > 0 && writer_->enqueue(*e, t)) ++copies_to_faster_;
-        out.push_back(std::move(*e));
+        if (t > 0) {
+          TierEntry copy = e;
+          if (room) copy.kv.assign(room->kv.begin(), room->kv.end());
+          if (writer_->enqueue(std::move(copy), t)) ++copies_to_faster_;
+        }
+        out.push_back(std::move(e));
         ++got;
       }
       hits[t] += got;

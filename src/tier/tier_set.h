@@ -8,8 +8,9 @@
 // - Promotion: fetch() is called for a prompt before its sequence is
 //   scheduled, on the submitting thread; it skips the leading blocks
 //   resident in RAM and reads the continuation of the chain from the first
-//   tier holding it (exists, then get). The scheduler then copies the
-//   entries into pool blocks (KvCacheManager::adopt). An entry found in a
+//   tier holding it (exists, then get), straight into pool blocks the
+//   caller reserved (tier/kv_landing.h). The scheduler then publishes them
+//   as cached blocks (KvCacheManager::adopt). An entry found in a
 //   slower tier (Redis) is also queued to the faster ones (the disk), so
 //   that the next restart finds it locally.
 // Thread-safe.
@@ -27,6 +28,7 @@
 
 #include "cache/cache_observer.h"
 #include "tier/cache_tier.h"
+#include "tier/kv_landing.h"
 #include "tier/tier_writer.h"
 #include "util/error.h"
 
@@ -70,8 +72,10 @@ class TierSet : public CacheObserver {
   bool empty() const { return tiers_.empty(); }
   // The entries continuing `chain` (a prompt's full block keys, first block
   // first) after its leading blocks resident in RAM, in chain order; each
-  // was checked by its tier and names the previous key as its parent.
-  std::vector<TierEntry> fetch(std::span<const BlockKey> chain);
+  // was checked by its tier and names the previous key as its parent. Their
+  // K/V lands in blocks taken from `landing` while it has some (a block
+  // whose read failed is given back to it), else in their own buffers.
+  std::vector<LandedEntry> fetch(std::span<const BlockKey> chain, KvLandingSource* landing = nullptr);
   void count_promoted(std::size_t n) { promoted_ += n; }
   // Waits until every write queued so far is done.
   void flush() { writer_->flush(); }

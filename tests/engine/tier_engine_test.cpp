@@ -112,6 +112,34 @@ TEST(TierEngine, ASecondEngineHitsBlocksTheFirstWroteWithColdLogits) {
   EXPECT_EQ(again.summary.cached_tokens, 99);
 }
 
+// With the scheduler's loop running, submit() reads the entries into pool
+// blocks the loop thread reserved for them (not buffers): the same hit, the
+// same logits, and every reserved block ends up cached or free.
+TEST(TierEngine, WithTheLoopRunningEntriesLandInPoolBlocksTheLoopReserved) {
+  RedisServer server;
+  RedisSetup redis{server.url(), std::make_shared<double>(0.0)};
+  auto cold_engine = make_engine(nullptr);
+  ASSERT_TRUE(cold_engine);
+  const auto prompt = prompt_of(*cold_engine, 7);
+  const Outcome cold = run(*cold_engine, prompt);
+  auto first = make_engine(&redis);
+  ASSERT_TRUE(first);
+  run(*first, prompt);
+  first->tiers()->flush();
+
+  auto second = make_engine(&redis);
+  ASSERT_TRUE(second);
+  second->scheduler().start();
+  const Outcome b = run(*second, prompt);
+  EXPECT_EQ(b.summary.cached_tokens, 96) << "six blocks of sixteen, promoted from Redis";
+  expect_same_logits(cold, b);
+  second->scheduler().stop();
+  const EngineCacheStats st = second->cache_stats();
+  EXPECT_EQ(st.tiers.blocks_promoted, 6u);
+  EXPECT_EQ(st.cache.blocks_used, 0u);
+  EXPECT_EQ(st.cache.blocks_cached + st.cache.blocks_free, st.cache.blocks_total) << "no reserved block is lost";
+}
+
 TEST(TierEngine, ADeadRedisNeverFailsARequestAndARestartedOneIsUsedAgain) {
   RedisServer server;
   RedisSetup redis{server.url(), std::make_shared<double>(0.0)};

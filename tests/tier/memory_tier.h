@@ -3,30 +3,37 @@
 // make put() block until released, and counters of calls.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 
+#include "support/tier_entries.h"
 #include "tier/cache_tier.h"
 
 namespace clm::test {
 
 class MemoryTier : public CacheTier {
  public:
-  explicit MemoryTier(std::string name = "memory") : name_(std::move(name)) {}
+  explicit MemoryTier(std::string name = "memory", KvGeometry geometry = small_tier_geometry())
+      : name_(std::move(name)), geometry_(geometry) {}
   std::string name() const override { return name_; }
+  const KvGeometry& geometry() const override { return geometry_; }
   std::size_t exists(std::span<const BlockKey> chain) override {
     std::lock_guard lock(mu_);
     std::size_t n = 0;
     while (n < chain.size() && entries_.count(chain[n]) != 0) ++n;
     return n;
   }
-  std::optional<TierEntry> get(BlockKey key) override {
+  std::optional<TierEntry> get_into(BlockKey key, std::span<std::byte> kv) override {
     std::lock_guard lock(mu_);
     ++gets_;
     const auto it = entries_.find(key);
-    if (it == entries_.end()) return std::nullopt;
-    return it->second;
+    if (it == entries_.end() || it->second.kv.size() != kv.size()) return std::nullopt;
+    TierEntry out = it->second;
+    std::copy(out.kv.begin(), out.kv.end(), kv.begin());
+    out.kv.clear();
+    return out;
   }
   bool put(const TierEntry& entry) override {
     std::unique_lock lock(mu_);
@@ -56,6 +63,7 @@ class MemoryTier : public CacheTier {
 
  private:
   std::string name_;
+  KvGeometry geometry_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<BlockKey, TierEntry> entries_;

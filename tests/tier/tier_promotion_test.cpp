@@ -35,13 +35,18 @@ std::vector<int32_t> prompt() {
   return p;
 }
 
-// The entries a tier would hold for the prompt's three blocks.
-std::vector<TierEntry> entries_for(const KvCacheManager& m) {
+// The entries a tier would hold for the prompt's three blocks, as a fetch
+// that read them into their own buffers returns them.
+std::vector<LandedEntry> entries_for(const KvCacheManager& m) {
   const auto keys = m.prompt_keys(prompt(), 0);
   EXPECT_EQ(keys.size(), 3u);
-  std::vector<TierEntry> out;
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    out.push_back(test::chain_entry(kFingerprint, keys[i], i == 0 ? kNoKey : keys[i - 1], static_cast<int>(i)));
+  std::vector<LandedEntry> out;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    LandedEntry e;
+    static_cast<TierEntry&>(e) =
+        test::chain_entry(kFingerprint, keys[i], i == 0 ? kNoKey : keys[i - 1], static_cast<int>(i));
+    out.push_back(std::move(e));
+  }
   return out;
 }
 
