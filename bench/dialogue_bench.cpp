@@ -162,8 +162,18 @@ Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const Dialogu
     if (auto ok = submit_turn(i); !ok) return std::unexpected(ok.error());
   }
   const auto t0 = Clock::now();
+  const uint64_t computed_at_start = sched.stats().prompt_tokens_computed;
   for (;;) {
+    const SchedulerStats before = sched.stats();
+    const auto step_start = Clock::now();
     const bool worked = sched.step();
+    const double step_s = std::chrono::duration<double>(Clock::now() - step_start).count();
+    const SchedulerStats after = sched.stats();
+    if (after.prompt_tokens_computed == before.prompt_tokens_computed &&
+        after.generated_tokens > before.generated_tokens) {
+      run.decode_only_seconds += step_s;
+      run.decode_only_tokens += static_cast<long>(after.generated_tokens - before.generated_tokens);
+    }
     // Memory at this step against the ideal for exactly the live sequences.
     const CacheStats cs = rig->cache->stats();
     std::size_t ideal = 0;
@@ -189,6 +199,9 @@ Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const Dialogu
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   run.tokens_per_s = static_cast<double>(run.generated_tokens) / run.seconds;
+  run.prompt_tokens_computed = static_cast<long>(sched.stats().prompt_tokens_computed - computed_at_start);
+  if (run.decode_only_seconds > 0.0)
+    run.decode_only_tokens_per_s = static_cast<double>(run.decode_only_tokens) / run.decode_only_seconds;
   run.ttft_p50_s = percentile(ttfts, 50);
   run.ttft_p95_s = percentile(ttfts, 95);
   return run;
@@ -230,6 +243,8 @@ nlohmann::json session_json(const SessionRun& s, std::size_t block_bytes) {
           {"ttft_p95_ms", s.ttft_p95_s * 1e3},
           {"prompt_tokens", s.prompt_tokens},
           {"cached_tokens", s.cached_tokens},
+          {"prompt_tokens_computed", s.prompt_tokens_computed},
+          {"decode_only_tokens_per_second", s.decode_only_tokens_per_s},
           {"peak_kv_blocks", s.peak_blocks},
           {"peak_kv_mib", static_cast<double>(s.peak_blocks * block_bytes) / (1 << 20)},
           {"ideal_kv_blocks_at_peak", s.ideal_blocks}};
