@@ -50,6 +50,9 @@ nlohmann::json to_json(const DialogueBenchOptions& o, const DialogueScalingResul
                     {"generated_tokens", row.run.generated_tokens},
                     {"generated_tokens_per_second", row.run.tokens_per_s},
                     {"over_prefill32", row.run.tokens_per_s / r.prefill32_tokens_per_s},
+                    {"prompt_tokens_computed", row.run.prompt_tokens_computed},
+                    {"decode_only_tokens_per_second", row.run.decode_only_tokens_per_s},
+                    {"decode_only_over_prefill32", row.run.decode_only_tokens_per_s / r.prefill32_tokens_per_s},
                     {"ttft_p50_ms", row.run.ttft_p50_s * 1e3},
                     {"ttft_p95_ms", row.run.ttft_p95_s * 1e3}});
   return {{"model", r.model},
@@ -68,13 +71,16 @@ std::string to_markdown(const DialogueBenchOptions& o, const DialogueScalingResu
   std::snprintf(buf, sizeof buf,
                 "### Sessions sharing a %d-token system prompt, %d turns of %d user and %d generated tokens\n\n"
                 "32-token prefill rate (`bench model -p 32`, same run): %.1f tok/s\n\n"
-                "| sessions | generated tok/s | / prefill rate | TTFT p50 (ms) | TTFT p95 (ms) |\n"
-                "|---:|---:|---:|---:|---:|\n",
+                "| sessions | generated tok/s | / prefill rate | prompt tokens computed | decode-only steps tok/s | "
+                "/ prefill rate | TTFT p50 (ms) | TTFT p95 (ms) |\n"
+                "|---:|---:|---:|---:|---:|---:|---:|---:|\n",
                 o.system_tokens, o.turns, o.user_tokens, o.reply_tokens, r.prefill32_tokens_per_s);
   out += buf;
   for (const auto& row : r.rows) {
-    std::snprintf(buf, sizeof buf, "| %d | %.1f | %.3f | %.1f | %.1f |\n", row.sessions, row.run.tokens_per_s,
-                  row.run.tokens_per_s / r.prefill32_tokens_per_s, row.run.ttft_p50_s * 1e3,
+    std::snprintf(buf, sizeof buf, "| %d | %.1f | %.3f | %ld | %.1f | %.3f | %.1f | %.1f |\n", row.sessions,
+                  row.run.tokens_per_s, row.run.tokens_per_s / r.prefill32_tokens_per_s,
+                  row.run.prompt_tokens_computed, row.run.decode_only_tokens_per_s,
+                  row.run.decode_only_tokens_per_s / r.prefill32_tokens_per_s, row.run.ttft_p50_s * 1e3,
                   row.run.ttft_p95_s * 1e3);
     out += buf;
   }

@@ -101,8 +101,18 @@ Result<SessionRun> drive_sessions(Model& model, ThreadPool& threads, const Sessi
     if (auto ok = submit_turn(i); !ok) return stop_and_fail(ok.error());
   }
   const auto t0 = Clock::now();
+  const uint64_t computed_at_start = sched.stats().prompt_tokens_computed;
   for (;;) {
+    const SchedulerStats before = sched.stats();
+    const auto step_start = Clock::now();
     const bool worked = sched.step();
+    const double step_s = std::chrono::duration<double>(Clock::now() - step_start).count();
+    const SchedulerStats after = sched.stats();
+    if (after.prompt_tokens_computed == before.prompt_tokens_computed &&
+        after.generated_tokens > before.generated_tokens) {
+      run.decode_only_seconds += step_s;
+      run.decode_only_tokens += static_cast<long>(after.generated_tokens - before.generated_tokens);
+    }
     // Memory at this step against the ideal for exactly the live sequences.
     const CacheStats cs = rig->cache->stats();
     std::size_t ideal = 0;
@@ -128,6 +138,9 @@ Result<SessionRun> drive_sessions(Model& model, ThreadPool& threads, const Sessi
   }
   run.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   run.tokens_per_s = static_cast<double>(run.generated_tokens) / run.seconds;
+  run.prompt_tokens_computed = static_cast<long>(sched.stats().prompt_tokens_computed - computed_at_start);
+  if (run.decode_only_seconds > 0.0)
+    run.decode_only_tokens_per_s = static_cast<double>(run.decode_only_tokens) / run.decode_only_seconds;
   run.ttft_p50_s = percentile(ttfts, 50);
   run.ttft_p95_s = percentile(ttfts, 95);
   for (Session& ss : sessions) {

@@ -51,6 +51,13 @@ struct SessionRun {
   long prompt_tokens = 0;
   long cached_tokens = 0;
   long evicted_tokens = 0;
+  // The timed part is made of steps that prefill user turns (often with some
+  // sessions decoding beside them) and steps that only decode; the second
+  // kind alone is what a decode batch runs at.
+  long prompt_tokens_computed = 0;   // by the forward passes: user turns, unshared prompt tails
+  double decode_only_seconds = 0.0;  // in steps that computed no prompt token
+  long decode_only_tokens = 0;       // generated in those steps
+  double decode_only_tokens_per_s = 0.0;
   std::vector<SessionOutcome> sessions;
 };
 

@@ -66,6 +66,23 @@ void softmax(const AttnKernels& a, float* s, int end, bool f16) {
   a.scale_row(s, n, static_cast<float>(1.0 / sum), f16);
 }
 
+// One past the last slot a query at query_pos sees (0 for none). Scanned from
+// the end, since the last visible slot is nearly always among the last.
+int visible_end(const int32_t* slot_positions, int n_slots, int32_t query_pos) {
+  for (int s = n_slots; s > 0; --s)
+    if (slot_positions[s - 1] != -1 && slot_positions[s - 1] <= query_pos) return s;
+  return 0;
+}
+
+// Scores of slots the query does not see become -inf. Branch-free, so the
+// compiler vectorises it: it runs once per query and head over every slot.
+void mask_scores(float* scores, const int32_t* slot_positions, int end, int32_t query_pos) {
+  for (int s = 0; s < end; ++s) {
+    const int32_t p = slot_positions[s];
+    scores[s] = (p == -1) | (p > query_pos) ? kNegInf : scores[s];
+  }
+}
+
 // Eviction statistics: each slot's probability added to its running mass.
 // Plain element-wise adds, which the compiler vectorises on any path.
 void add_row(const float* p, int n, float* mass) {
@@ -81,7 +98,6 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
   const AttnKernels& a = active_attn_kernels();
   const HeadView hv(g, layer, n_heads, head, blocks);
   const std::size_t hd = hv.hd;
-  auto visible = [&](int s) { return slot_positions[s] != -1 && slot_positions[s] <= query_pos; };
 
   const float* qh = q + static_cast<std::size_t>(head) * hd;
   if (hv.f16) {
@@ -91,9 +107,7 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
   float* oh = out + static_cast<std::size_t>(head) * hd;
   std::fill(oh, oh + hd, 0.0f);
 
-  int end = 0;
-  for (int s = 0; s < n_slots; ++s)
-    if (visible(s)) end = s + 1;
+  const int end = visible_end(slot_positions, n_slots, query_pos);
   if (end == 0) return;
 
   const auto scores = hv.f16 ? a.scores_f16 : a.scores_f32;
@@ -102,8 +116,7 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
     scores(hv.slot_row(s) + hv.k_off, hv.row, n, qh, hd, 1, hd, scale, scratch + s, 0);
     s += n;
   }
-  for (int s = 0; s < end; ++s)
-    if (!visible(s)) scratch[s] = kNegInf;
+  mask_scores(scratch, slot_positions, end, query_pos);
   softmax(a, scratch, end, hv.f16);
 
   const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;
@@ -132,7 +145,7 @@ void attend_paged_head_group(const float* q, std::size_t q_stride, int n_queries
 void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int shared_slots, int n_heads, int head,
                                const KvGeometry& g, int layer, float scale, float* scratch) {
   assert(g.n_kv_heads > 0 && n_heads % g.n_kv_heads == 0 && head >= 0 && head < n_heads);
-  assert(n_queries >= 1 && n_queries <= kMaxGroupQueries);
+  assert(n_queries >= 1 && n_queries <= kMaxCascadeQueries);
   const AttnKernels& a = active_attn_kernels();
   const VecKernels& vk = active_vec_kernels();
   const HeadView hv(g, layer, n_heads, head, queries[0].blocks);
@@ -151,7 +164,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
 
   // end[i]: one past the last slot query i sees; it attends over [0, end[i]).
   // A longer range would only add masked slots, which change nothing.
-  int end[kMaxGroupQueries] = {};
+  int end[kMaxCascadeQueries] = {};
   int shared_end = 0;  // one past the last shared slot any query sees
   for (std::size_t i = 0; i < nq; ++i) {
     const CascadeQuery& cq = queries[i];
@@ -162,8 +175,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
       std::copy(qi, qi + hd, qs + i * hd);
     float* oi = cq.out + static_cast<std::size_t>(head) * hd;
     std::fill(oi, oi + hd, 0.0f);
-    for (int s = 0; s < cq.n_slots; ++s)
-      if (cq.slot_positions[s] != -1 && cq.slot_positions[s] <= cq.pos) end[i] = s + 1;
+    end[i] = visible_end(cq.slot_positions, cq.n_slots, cq.pos);
     shared_end = std::max(shared_end, std::min(end[i], shared_slots));
   }
   const int32_t* shared_positions = queries[0].slot_positions;
@@ -174,13 +186,18 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     return false;
   };
 
-  // Scores. A shared K row is read once for every query; a score is the same
-  // whichever rows and queries share its call.
+  // Scores. A shared K chunk is read from memory once for every query (the
+  // kernel takes kAttnMaxQueries at a time; the later calls find the chunk in
+  // L1); a score is the same whichever rows and queries share its call.
   const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < shared_end;) {
     const int n = hv.chunk(s, shared_end);
     if (chunk_seen(s, n))
-      score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
+      for (int q0 = 0; q0 < n_queries; q0 += kAttnMaxQueries) {
+        const std::size_t at = static_cast<std::size_t>(q0);
+        score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs + at * hd, hd, std::min(kAttnMaxQueries, n_queries - q0),
+                 hd, scale, scores + at * ns + s, ns);
+      }
     s += n;
   }
   for (std::size_t i = 0; i < nq; ++i) {
@@ -196,8 +213,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     if (end[i] == 0) continue;
     const CascadeQuery& cq = queries[i];
     float* si = scores + i * ns;
-    for (int s = 0; s < end[i]; ++s)
-      if (cq.slot_positions[s] == -1 || cq.slot_positions[s] > cq.pos) si[s] = kNegInf;
+    mask_scores(si, cq.slot_positions, end[i], cq.pos);
     softmax(a, si, end[i], hv.f16);
     // Masked slots hold probability +0 here, so adding them changes nothing.
     if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);

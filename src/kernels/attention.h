@@ -36,6 +36,9 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
 
 // Most queries attend_paged_head_group takes at once.
 inline constexpr int kMaxGroupQueries = 8;
+// Most queries one cascade takes: the decode rows of up to this many
+// sequences read their shared K/V rows (and convert shared V from f16) once.
+inline constexpr int kMaxCascadeQueries = 32;
 // V rows attend_paged_head_group converts to f32 at a time.
 inline constexpr int kAttnGroupRows = 16;
 
@@ -72,7 +75,7 @@ struct CascadeQuery {
   float* slot_mass = nullptr;     // null, or n_slots floats its probabilities are added to
 };
 
-// Cascade attention: n_queries (1..kMaxGroupQueries) queries, possibly of
+// Cascade attention: n_queries (1..kMaxCascadeQueries) queries, possibly of
 // different sequences, whose first shared_slots slots are the same blocks
 // holding the same positions (a shared prefix). The shared slots' K/V rows are
 // read once for all of them, the rest of each query's slots alone. Each

@@ -23,7 +23,8 @@ int shared_leading_slots(const KvSeqView& a, const KvSeqView& b, int block_size)
 }
 
 void arrange_attention_groups(std::span<const BatchToken> rows, const KvView& kv, bool cascades,
-                              std::vector<AttentionGroup>& groups) {
+                              std::vector<AttentionGroup>& groups, int max_cascade) {
+  max_cascade = std::clamp(max_cascade, 1, kMaxCascadeQueries);
   groups.clear();
   std::vector<uint32_t> singles;  // rows alone in their run: cascade candidates
   for (std::size_t t = 0; t < rows.size();) {
@@ -55,7 +56,7 @@ void arrange_attention_groups(std::span<const BatchToken> rows, const KvView& kv
     grp.rows[grp.n_rows++] = singles[i];
     grp.shared_slots = static_cast<int>(view(singles[i]).slot_positions.size());
     std::size_t j = i + 1;
-    for (; j < singles.size() && grp.n_rows < kMaxGroupQueries; ++j) {
+    for (; j < singles.size() && grp.n_rows < max_cascade; ++j) {
       const int shared = shared_leading_slots(view(singles[i]), view(singles[j]), bs);
       if (shared == 0) break;
       grp.shared_slots = std::min(grp.shared_slots, shared);

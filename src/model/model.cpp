@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -152,6 +153,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.ffn_up, n_all * F);   // [T][F]
   const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
   bool by_head = false;
+  int max_group_rows = 1;  // the largest attention group's queries
   // A few tokens (decode) are too few to keep every thread busy, so their
   // attention is split by head too; heads are computed alike either way.
   // Otherwise consecutive tokens of one sequence attend as a group.
@@ -160,7 +162,14 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     if (by_head) {
       grow(s_.att_scores, T * H * att_stride);  // [T*H][slots + head_dim] attention scratch
     } else {
-      arrange_attention_groups(rows.first(T), kv, /*cascades=*/!stats, s_.att_groups);
+      // Cascades as large as keep at least 4 work items (group, head) per
+      // thread: fewer passes over the shared prefix, every thread still busy.
+      const std::size_t per_cascade = T * H / (4 * static_cast<std::size_t>(pool.size()));
+      const int max_cascade = static_cast<int>(
+          std::clamp<std::size_t>(per_cascade, kMaxGroupQueries, kMaxCascadeQueries));
+      arrange_attention_groups(rows.first(T), kv, /*cascades=*/!stats, s_.att_groups, max_cascade);
+      max_group_rows = 1;
+      for (const AttentionGroup& grp : s_.att_groups) max_group_rows = std::max(max_group_rows, grp.n_rows);
       s_.att_group_starts.clear();
       if (stats) {  // the collector's units: each group's first row, then T
         for (const AttentionGroup& grp : s_.att_groups) s_.att_group_starts.push_back(grp.rows[0]);
@@ -266,7 +275,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       const std::size_t n_groups = s_.att_groups.size();
       pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
         thread_local std::vector<float> scratch;
-        grow(scratch, attend_group_scratch_floats(kMaxGroupQueries, static_cast<int>(max_slots), c.head_dim));
+        grow(scratch, attend_group_scratch_floats(max_group_rows, static_cast<int>(max_slots), c.head_dim));
         for (std::size_t i = begin; i < end; ++i) {
           // Groups from both ends of the batch alternate, so that under a
           // causal mask every chunk gets a similar number of visible slots.
@@ -275,7 +284,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
           const int head = static_cast<int>(i % H);
           const AttentionGroup& grp = s_.att_groups[gi];
           float* mass = stats ? stats_.partial(gi, head) : nullptr;
-          CascadeQuery queries[kMaxGroupQueries];
+          CascadeQuery queries[kMaxCascadeQueries];
           for (int r = 0; r < grp.n_rows; ++r) {
             const std::size_t t = grp.rows[r];
             const KvSeqView& sv = kv.seqs[static_cast<std::size_t>(rows[t].seq)];

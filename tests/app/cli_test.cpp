@@ -345,6 +345,33 @@ TEST(CliBench, DialogueBenchShowsReuseAndSharing) {
   EXPECT_LE(j["sessions"]["memory_with_over_ideal"].get<double>(), 1.1);
 }
 
+// --scaling as JSON: one row per session count, with the prompt tokens the
+// run computed and the rate of the steps that only decoded.
+TEST(CliBench, DialogueScalingJsonHasOneRowPerSessionCount) {
+  const std::string model = test::shared_file("models/stories260K.gguf");
+  const auto r = test::run_command(cli() + " bench dialogue -m " + test::shell_quote(model) +
+                                   " --scaling 1,3 --system-tokens 70 --turns 2 --user-tokens 5 --reply-tokens 4"
+                                   " -t 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["prefill32_tokens_per_second"].get<double>(), 0.0);
+  ASSERT_EQ(j["rows"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& row = j["rows"][i];
+    const int n = i == 0 ? 1 : 3;
+    EXPECT_EQ(row["sessions"], n);
+    EXPECT_EQ(row["generated_tokens"], n * 2 * 4);
+    // Every user turn is computed; the shared system prompt is not.
+    EXPECT_GE(row["prompt_tokens_computed"].get<int>(), n * 2 * 5);
+    EXPECT_LT(row["prompt_tokens_computed"].get<int>(), n * 2 * (5 + 70));
+    // Each turn's replies after the first token come from decode-only steps.
+    EXPECT_GT(row["decode_only_tokens_per_second"].get<double>(), 0.0);
+    EXPECT_NEAR(row["decode_only_over_prefill32"].get<double>(),
+                row["decode_only_tokens_per_second"].get<double>() / j["prefill32_tokens_per_second"].get<double>(),
+                1e-9);
+  }
+}
+
 }  // namespace
 }  // namespace clm
 

@@ -69,10 +69,13 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
         seqs.push_back(make_seq(pool, {0, 1, 2}, 24, 24, 30));       // all of it shared
         seqs.push_back(make_seq(pool, {0, 1, 2, 6, 7}, 40, 24, 20));  // sees part of its slots only
         seqs.push_back(make_seq(pool, {0, 1, 2, 8}, 32, 24, 5));      // sees only shared slots
+        // More queries than one scores call takes (kAttnMaxQueries): the same
+        // five sequences again, with other queries.
+        for (std::size_t i = 5; i < static_cast<std::size_t>(kMaxCascadeQueries); ++i) seqs.push_back(seqs[i % 5]);
         const float scale = 1.0f / std::sqrt(40.0f);
         const std::size_t per_q = static_cast<std::size_t>(n_heads) * g.head_dim;
         for (int shared : {0, 8, 24}) {
-          for (int nq = 1; nq <= static_cast<int>(seqs.size()); ++nq) {
+          for (int nq : {1, 2, 3, 4, 5, 9, 17, kMaxCascadeQueries}) {
             const auto q = test::random_floats(per_q * static_cast<std::size_t>(nq), 90u + static_cast<unsigned>(nq));
             std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
             std::vector<std::vector<float>> want_mass, got_mass;

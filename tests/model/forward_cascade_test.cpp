@@ -163,6 +163,12 @@ TEST_F(CascadeForward, DecodeRowsOverOneSharedPrefixFormCascades) {
   }
   std::sort(sizes.begin(), sizes.end());
   EXPECT_EQ(sizes, (std::vector<int>{1, 3, 8}));
+  // Up to kMaxCascadeQueries when the caller allows it: all eleven at once.
+  arrange_attention_groups(batch.tokens, KvView{g_, views}, true, groups, kMaxCascadeQueries);
+  sizes.clear();
+  for (const auto& grp : groups) sizes.push_back(grp.n_rows);
+  std::sort(sizes.begin(), sizes.end());
+  EXPECT_EQ(sizes, (std::vector<int>{1, 11}));
   arrange_attention_groups(batch.tokens, KvView{g_, views}, false, groups);
   EXPECT_EQ(groups.size(), 12u);
   for (auto& t : tables) t.release(*pool_);
