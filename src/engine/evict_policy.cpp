@@ -118,16 +118,25 @@ void EvictPolicy::widen_window(int budget_tokens) {
   // of them: with the sinks, that must fit in the budget.
   const double room = budget - static_cast<double>(o_.sink_blocks + 1) * o_.block_tokens + 1.0;
   window_tokens_ = static_cast<int>(std::max(0.0, std::min(o_.window_scale * forgotten * budget, room)));
-  // The top blocks outside it are kept too: narrow it, a block at a time,
-  // until everything kept for those reasons fits (or it is recent_tokens).
+  if (window_tokens_ <= o_.recent_tokens) return;
+  // The top blocks outside the sinks and the widened window yield, the
+  // lowest-scored first, until what is kept for those reasons fits.
   auto held = [&] {
     int n = 0;
     for (int b = 0; b < n_blocks(); ++b)
       if (!blocks_[static_cast<std::size_t>(b)].evicted && kept_for_other_reasons(b)) n += block_slots(b);
     return n;
   };
-  while (window_tokens_ > o_.recent_tokens && held() > budget_tokens)
-    window_tokens_ = std::max(o_.recent_tokens, window_tokens_ - o_.block_tokens);
+  while (held() > budget_tokens) {
+    int lowest = -1;
+    for (const auto& top : tops_)
+      for (int b : top)
+        if (!blocks_[static_cast<std::size_t>(b)].evicted && b >= o_.sink_blocks && !recent(b) &&
+            (lowest < 0 || order_key(b) < order_key(lowest)))
+          lowest = b;
+    if (lowest < 0) break;
+    for (auto& top : tops_) std::erase(top, lowest);
+  }
 }
 
 void EvictPolicy::yield_protection(int budget_tokens) {

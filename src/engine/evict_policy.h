@@ -26,9 +26,10 @@
 // N widens the window to window_scale x (1 - B / N) x B tokens when that is
 // more than recent_tokens (the scored blocks get a smaller share the
 // smaller the budget: on a small model what decides agreement at a small
-// budget is how many of the most recent tokens are kept), and protection
-// yields as well when the sinks, the window and the top blocks leave it no
-// room in the budget. The baselines: `window` forgets the oldest blocks, `sinks-window`
+// budget is how many of the most recent tokens are kept); top blocks outside
+// the sinks and the widened window then yield, the lowest-scored first,
+// until those fit in the budget, and protection yields when the sinks, the
+// window and the top blocks leave it no room. The baselines: `window` forgets the oldest blocks, `sinks-window`
 // the oldest after the sinks, `h2o` those with the least raw summed mass
 // (heavy hitters) outside the recent window.
 #pragma once
@@ -83,7 +84,8 @@ struct EvictOptions {
   double protect_share = 0.25;
   // Over a budget B with N tokens processed, the recent window covers at
   // least window_scale x (1 - B / N) x B tokens (attention only; capped so
-  // that the sinks and the window fit in B). 0: recent_tokens whatever the
+  // that the sinks and the window fit in B; top blocks outside them yield
+  // when they do not fit beside them). 0: recent_tokens whatever the
   // budget.
   double window_scale = 1.0;
 };

@@ -285,23 +285,30 @@ TEST(EvictPolicy, TheWidenedWindowLeavesTheSinksRoomInTheBudget) {
   EXPECT_EQ(p.status(9), BlockStatus::Recent);
 }
 
-TEST(EvictPolicy, TheWidenedWindowNarrowsSoThatTheTopBlocksStayWithinTheBudget) {
-  // Budget 19 of 40: the window would cover the last 9 tokens (blocks 7, 8
-  // and 9); with the sink and block 3, the top block, that is 20 tokens,
-  // over the budget. It narrows by a block (to 8 and 9), the top block
-  // stays, and the sequence gets within its budget.
-  EvictOptions o = small_options(EvictKind::Attention);
-  o.window_scale = 1.0;
-  EvictPolicy p = make(o);
-  p.append(pieces(40));
-  Stats st(40, {1.0, 2.0, 3.0, 9.0, 5.0, 6.0, 7.0, 0.01, 0.02, 1.0});
-  p.aggregate(st.mass, st.queries);
-  EXPECT_EQ(p.status(3), BlockStatus::Top);
-  p.fit_budget(19);
-  EXPECT_LE(p.live_tokens(), 19);
-  EXPECT_EQ(p.status(3), BlockStatus::Top);
-  EXPECT_EQ(p.status(7), BlockStatus::Evicted);
-  EXPECT_EQ(p.status(8), BlockStatus::Recent);
+TEST(EvictPolicy, TopBlocksYieldToTheWidenedWindowWhenBothDoNotFit) {
+  // Budget 19 of 40: the window covers the last 9 tokens (blocks 7, 8 and
+  // 9); with the sink and block 3, the top block, that is 20 tokens, over
+  // the budget. The top block yields, the window stays, and the sequence
+  // gets within its budget. Without the widening (scale 0) it stays.
+  for (double scale : {1.0, 0.0}) {
+    SCOPED_TRACE(scale);
+    EvictOptions o = small_options(EvictKind::Attention);
+    o.window_scale = scale;
+    EvictPolicy p = make(o);
+    p.append(pieces(40));
+    Stats st(40, {1.0, 2.0, 3.0, 9.0, 5.0, 6.0, 7.0, 0.01, 0.02, 1.0});
+    p.aggregate(st.mass, st.queries);
+    EXPECT_EQ(p.status(3), BlockStatus::Top);
+    p.fit_budget(19);
+    EXPECT_LE(p.live_tokens(), 19);
+    if (scale > 0.0) {
+      EXPECT_EQ(p.status(3), BlockStatus::Evicted);
+      EXPECT_EQ(p.status(7), BlockStatus::Recent);
+    } else {
+      EXPECT_EQ(p.status(3), BlockStatus::Top);
+      EXPECT_EQ(p.status(7), BlockStatus::Evicted);
+    }
+  }
 }
 
 TEST(EvictPolicy, ProtectionYieldsToTheSinksAndTheWindowWhenTheyFillTheBudget) {
