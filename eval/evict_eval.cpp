@@ -237,10 +237,12 @@ std::string evict_markdown(const EvictEvalResult& r) {
   std::snprintf(line, sizeof line,
                 "Policy blocks of %d tokens, aggregation every %d tokens (decay %.2f), candidates under %.2f x mean, "
                 "%d sink block(s), recent window %d tokens, top %.0f%% of the last %d aggregations kept, %zu protect "
-                "rule(s) (%s, at most %.0f%% of the budget).\n\n",
+                "rule(s) (%s, at most %.0f%% of the budget); over a budget the recent window widens to %.2f x the "
+                "forgotten share x the budget.\n\n",
                 p.block_tokens, p.aggregate_every, p.decay, p.candidate_fraction, p.sink_blocks, p.recent_tokens,
                 100.0 * p.top_share, p.top_history, p.protect_patterns.size(),
-                p.protect_first_only ? "first occurrences" : "every occurrence", 100.0 * p.protect_share);
+                p.protect_first_only ? "first occurrences" : "every occurrence", 100.0 * p.protect_share,
+                p.window_scale);
   out += line;
   out += "| policy | budget | prompt kept | ΔNLL/token | ± s.e. | top-1 agreement |\n";
   out += "|---|---:|---:|---:|---:|---:|\n";

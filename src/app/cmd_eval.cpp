@@ -172,6 +172,10 @@ void register_eval_evict(CLI::App* eval, int& exit_code) {
   evict->add_option("--protect-share", p.protect_share,
                     "over budget, blocks kept only by protect rules hold at most this share of it, in [0, 1]")
       ->check(CLI::Range(0.0, 1.0));
+  evict->add_option("--window-scale", p.window_scale,
+                    "attention over a budget B of N tokens: the recent window covers at least this x (1 - B/N) x B "
+                    "tokens (0: --recent-tokens only)")
+      ->check(CLI::Range(0.0, 1e6));
   evict->add_option("--kv-type", ef->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
   evict->add_option("--evict-positions", ef->positions,
                     "keep: kept tokens keep their positions; compact: renumbered without gaps, K re-rotated")

@@ -58,6 +58,7 @@ Result<EvictPolicy> EvictPolicy::create(EvictOptions o) {
   if (!(o.top_share >= 0.0 && o.top_share <= 1.0)) return fail("evict: top_share must be in [0, 1]");
   if (o.top_history < 0) return fail("evict: top_history must be at least 0");
   if (!(o.protect_share >= 0.0 && o.protect_share <= 1.0)) return fail("evict: protect_share must be in [0, 1]");
+  if (!(o.window_scale >= 0.0)) return fail("evict: window_scale must be at least 0");
   EvictPolicy p(o);
   for (const std::string& pattern : o.protect_patterns) {
     re2::RE2::Options ro;
@@ -85,13 +86,16 @@ void EvictPolicy::append(std::span<const std::string> pieces) {
   refresh_candidates();
 }
 
+bool EvictPolicy::recent(int b) const {
+  return (b + 1) * o_.block_tokens > n_tokens() - std::max(o_.recent_tokens, window_tokens_);
+}
+
 bool EvictPolicy::never_evicted(int b) const {
   const bool sink = b < o_.sink_blocks;
-  const bool recent = (b + 1) * o_.block_tokens > n_tokens() - o_.recent_tokens;
   switch (o_.kind) {
     case EvictKind::Window:
-    case EvictKind::H2O: return recent;
-    case EvictKind::SinksWindow: return sink || recent;
+    case EvictKind::H2O: return recent(b);
+    case EvictKind::SinksWindow: return sink || recent(b);
     case EvictKind::Attention: break;
   }
   const Block& k = blocks_[static_cast<std::size_t>(b)];
@@ -99,24 +103,60 @@ bool EvictPolicy::never_evicted(int b) const {
 }
 
 bool EvictPolicy::kept_for_other_reasons(int b) const {
-  if (b < o_.sink_blocks || (b + 1) * o_.block_tokens > n_tokens() - o_.recent_tokens) return true;
+  if (b < o_.sink_blocks || recent(b)) return true;
   for (const auto& top : tops_)
     if (std::find(top.begin(), top.end(), b) != top.end()) return true;
   return false;
 }
 
+void EvictPolicy::widen_window(int budget_tokens) {
+  window_tokens_ = 0;
+  if (o_.kind != EvictKind::Attention || o_.window_scale == 0.0 || n_tokens() == 0) return;
+  const double budget = std::max(0, budget_tokens);
+  const double forgotten = std::max(0.0, 1.0 - budget / n_tokens());
+  // The blocks touching the last W tokens hold at most W + block_tokens - 1
+  // of them: with the sinks, that must fit in the budget.
+  const double room = budget - static_cast<double>(o_.sink_blocks + 1) * o_.block_tokens + 1.0;
+  window_tokens_ = static_cast<int>(std::max(0.0, std::min(o_.window_scale * forgotten * budget, room)));
+  if (window_tokens_ <= o_.recent_tokens) return;
+  // The top blocks outside the sinks and the widened window yield, the
+  // lowest-scored first, until what is kept for those reasons fits.
+  auto held = [&] {
+    int n = 0;
+    for (int b = 0; b < n_blocks(); ++b)
+      if (!blocks_[static_cast<std::size_t>(b)].evicted && kept_for_other_reasons(b)) n += block_slots(b);
+    return n;
+  };
+  while (held() > budget_tokens) {
+    int lowest = -1;
+    for (const auto& top : tops_)
+      for (int b : top)
+        if (!blocks_[static_cast<std::size_t>(b)].evicted && b >= o_.sink_blocks && !recent(b) &&
+            (lowest < 0 || order_key(b) < order_key(lowest)))
+          lowest = b;
+    if (lowest < 0) break;
+    for (auto& top : tops_) std::erase(top, lowest);
+  }
+}
+
 void EvictPolicy::yield_protection(int budget_tokens) {
   if (o_.kind != EvictKind::Attention) return;
   // The blocks kept only by protection, the most worth keeping first (a
-  // block no aggregation has scored yet is the newest: first too).
+  // block no aggregation has scored yet is the newest: first too), and
+  // what the blocks kept for other reasons leave of the budget.
   std::vector<int> kept;
+  int others = 0;
   for (int b = 0; b < n_blocks(); ++b) {
     Block& k = blocks_[static_cast<std::size_t>(b)];
     k.yielded = false;
-    if (!k.evicted && k.protect && !kept_for_other_reasons(b)) kept.push_back(b);
+    if (k.evicted) continue;
+    if (kept_for_other_reasons(b))
+      others += block_slots(b);
+    else if (k.protect)
+      kept.push_back(b);
   }
   std::stable_sort(kept.begin(), kept.end(), [&](int a, int c) { return order_key(a) > order_key(c); });
-  const double allowed = o_.protect_share * std::max(0, budget_tokens);
+  const double allowed = std::min(o_.protect_share * std::max(0, budget_tokens), static_cast<double>(budget_tokens - others));
   double used = 0.0;
   for (int b : kept) {
     used += block_slots(b);
@@ -135,9 +175,8 @@ BlockStatus EvictPolicy::status(int b) const {
   const Block& k = blocks_[static_cast<std::size_t>(b)];
   if (k.evicted) return BlockStatus::Evicted;
   if (never_evicted(b)) {
-    const bool recent = (b + 1) * o_.block_tokens > n_tokens() - o_.recent_tokens;
     if (b < o_.sink_blocks && o_.kind != EvictKind::Window && o_.kind != EvictKind::H2O) return BlockStatus::Sink;
-    if (recent) return BlockStatus::Recent;
+    if (recent(b)) return BlockStatus::Recent;
     if (k.protect && !k.yielded) return BlockStatus::Protected;
     return BlockStatus::Top;
   }
@@ -261,6 +300,7 @@ std::vector<EvictedBlock> EvictPolicy::reclaim_candidates(int max_blocks) {
 std::vector<EvictedBlock> EvictPolicy::fit_budget(int budget_tokens) {
   std::vector<EvictedBlock> out;
   if (live_tokens() <= budget_tokens) return out;
+  widen_window(budget_tokens);
   yield_protection(budget_tokens);
   refresh_candidates();
   while (live_tokens() > budget_tokens) {

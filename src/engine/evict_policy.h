@@ -19,7 +19,17 @@
 // only the first occurrence of each distinct match is protected (later
 // mentions repeat what is kept), and over a budget the blocks kept only by
 // protection hold at most protect_share of it (beyond that, protection
-// yields, the lowest-scored protected blocks first). The baselines: `window` forgets the oldest blocks, `sinks-window`
+// yields, the lowest-scored protected blocks first).
+//
+// Over a budget the split between the recent window and the rest depends on
+// how much the sequence must forget: a budget of B tokens for a sequence of
+// N widens the window to window_scale x (1 - B / N) x B tokens when that is
+// more than recent_tokens (the scored blocks get a smaller share the
+// smaller the budget: on a small model what decides agreement at a small
+// budget is how many of the most recent tokens are kept); top blocks outside
+// the sinks and the widened window then yield, the lowest-scored first,
+// until those fit in the budget, and protection yields when the sinks, the
+// window and the top blocks leave it no room. The baselines: `window` forgets the oldest blocks, `sinks-window`
 // the oldest after the sinks, `h2o` those with the least raw summed mass
 // (heavy hitters) outside the recent window.
 #pragma once
@@ -72,6 +82,12 @@ struct EvictOptions {
   // share of the budget; the lowest-scored of the others yield (become
   // evictable like any block) until they fit. 1: they may fill the budget.
   double protect_share = 0.25;
+  // Over a budget B with N tokens processed, the recent window covers at
+  // least window_scale x (1 - B / N) x B tokens (attention only; capped so
+  // that the sinks and the window fit in B; top blocks outside them yield
+  // when they do not fit beside them). 0: recent_tokens whatever the
+  // budget.
+  double window_scale = 1.0;
 };
 
 // Why a block is where it is (for statistics and tests).
@@ -139,7 +155,9 @@ class EvictPolicy {
   bool never_evicted(int b) const;
   double order_key(int b) const;  // eviction order: the least first
   void refresh_protection();
+  bool recent(int b) const;                  // touches the recent window
   bool kept_for_other_reasons(int b) const;  // sink, recent or top (attention)
+  void widen_window(int budget_tokens);
   void yield_protection(int budget_tokens);
   void refresh_candidates();
   EvictedBlock evict(int b, bool was_candidate);
@@ -153,6 +171,7 @@ class EvictPolicy {
   std::vector<int> candidates_;        // lowest score first
   int aggregated_at_ = 0;
   int evicted_tokens_ = 0;
+  int window_tokens_ = 0;  // the recent window; over recent_tokens after widen_window
 };
 
 }  // namespace clm

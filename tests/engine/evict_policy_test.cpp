@@ -19,6 +19,7 @@ EvictOptions small_options(EvictKind kind) {
   o.aggregate_every = 8;
   o.recent_tokens = kBlock;  // the last block only
   o.protect_patterns = {};
+  o.window_scale = 0.0;  // the window stays recent_tokens whatever the budget (tests below widen it)
   return o;
 }
 
@@ -238,6 +239,101 @@ TEST(EvictPolicy, ARecurringNameOrNumberIsProtectedAtItsFirstOccurrenceOnly) {
   }
 }
 
+// Ten blocks of four; the last tokens' blocks 7 and 8 score lowest.
+const std::vector<double> kRecentScoreLow = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.01, 0.02, 1.0};
+
+TEST(EvictPolicy, TheSmallerTheBudgetTheWiderTheRecentWindow) {
+  // Budget 20 of 40 tokens: half is forgotten, so the window covers at
+  // least 1.0 x 0.5 x 20 = 10 tokens (blocks 7, 8 and 9), more than
+  // recent_tokens (4). Without the widening, 7 and 8 score lowest and go.
+  for (double scale : {1.0, 0.0}) {
+    SCOPED_TRACE(scale);
+    EvictOptions o = small_options(EvictKind::Attention);
+    o.top_share = 0.0;
+    o.window_scale = scale;
+    EvictPolicy p = make(o);
+    p.append(pieces(40));
+    Stats st(40, kRecentScoreLow);
+    p.aggregate(st.mass, st.queries);
+    const auto gone = evicted_blocks(p.fit_budget(20));
+    EXPECT_EQ(p.live_tokens(), 20);
+    if (scale > 0.0) {
+      EXPECT_EQ(gone, (std::vector<int>{1, 2, 3, 4, 5}));
+      for (int b : {7, 8, 9}) EXPECT_EQ(p.status(b), BlockStatus::Recent) << b;
+    } else {
+      EXPECT_EQ(gone, (std::vector<int>{7, 8, 1, 2, 3}));
+      EXPECT_EQ(p.status(6), BlockStatus::Evictable);
+    }
+  }
+}
+
+TEST(EvictPolicy, TheWidenedWindowLeavesTheSinksRoomInTheBudget) {
+  // A scale so large that the window would cover everything: it stops where
+  // the sinks and the blocks it touches fill the budget (12 tokens: the
+  // sink and blocks 8 and 9), and the sequence gets within its budget.
+  EvictOptions o = small_options(EvictKind::Attention);
+  o.top_share = 0.0;
+  o.window_scale = 100.0;
+  EvictPolicy p = make(o);
+  p.append(pieces(40));
+  Stats st(40, kRecentScoreLow);
+  p.aggregate(st.mass, st.queries);
+  p.fit_budget(12);
+  EXPECT_EQ(p.live_tokens(), 12);
+  EXPECT_EQ(p.status(0), BlockStatus::Sink);
+  EXPECT_EQ(p.status(8), BlockStatus::Recent);
+  EXPECT_EQ(p.status(9), BlockStatus::Recent);
+}
+
+TEST(EvictPolicy, TopBlocksYieldToTheWidenedWindowWhenBothDoNotFit) {
+  // Budget 19 of 40: the window covers the last 9 tokens (blocks 7, 8 and
+  // 9); with the sink and block 3, the top block, that is 20 tokens, over
+  // the budget. The top block yields, the window stays, and the sequence
+  // gets within its budget. Without the widening (scale 0) it stays.
+  for (double scale : {1.0, 0.0}) {
+    SCOPED_TRACE(scale);
+    EvictOptions o = small_options(EvictKind::Attention);
+    o.window_scale = scale;
+    EvictPolicy p = make(o);
+    p.append(pieces(40));
+    Stats st(40, {1.0, 2.0, 3.0, 9.0, 5.0, 6.0, 7.0, 0.01, 0.02, 1.0});
+    p.aggregate(st.mass, st.queries);
+    EXPECT_EQ(p.status(3), BlockStatus::Top);
+    p.fit_budget(19);
+    EXPECT_LE(p.live_tokens(), 19);
+    if (scale > 0.0) {
+      EXPECT_EQ(p.status(3), BlockStatus::Evicted);
+      EXPECT_EQ(p.status(7), BlockStatus::Recent);
+    } else {
+      EXPECT_EQ(p.status(3), BlockStatus::Top);
+      EXPECT_EQ(p.status(7), BlockStatus::Evicted);
+    }
+  }
+}
+
+TEST(EvictPolicy, ProtectionYieldsToTheSinksAndTheWindowWhenTheyFillTheBudget) {
+  // Numbers in blocks 1, 2 and 3 (scores 0.5, 0.01, 0.3); protection may
+  // hold the whole budget (share 1), but the sink and the widened window
+  // (blocks 7, 8, 9) hold 16 of the 20 tokens: only the best-scored
+  // protected block stays, and the sequence gets within its budget.
+  EvictOptions o = small_options(EvictKind::Attention);
+  o.protect_patterns = default_protect_patterns();
+  o.protect_share = 1.0;
+  o.top_share = 0.0;
+  o.window_scale = 1.0;
+  EvictPolicy p = make(o);
+  std::vector<std::string> text = numbered_text();
+  text.resize(40, " w");
+  p.append(text);
+  Stats st(40, {1.0, 0.5, 0.01, 0.3, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0});
+  p.aggregate(st.mass, st.queries);
+  p.fit_budget(20);
+  EXPECT_EQ(p.live_tokens(), 20);
+  EXPECT_EQ(p.status(1), BlockStatus::Protected);
+  EXPECT_EQ(p.status(2), BlockStatus::Evicted);
+  EXPECT_EQ(p.status(3), BlockStatus::Evicted);
+}
+
 TEST(EvictPolicy, NormalisedMassDoesNotFavourBlocksOnlyForBeingOlder) {
   // Block 1 is old: seen by 100 queries, a little mass each. Block 4 is
   // newer: seen by 10 queries, much more each, yet its raw sum is smaller.
@@ -321,6 +417,9 @@ TEST(EvictPolicy, BadOptionsAreRefusedWithAMessage) {
   EXPECT_FALSE(EvictPolicy::create(o));
   o = EvictOptions{};
   o.block_tokens = 0;
+  EXPECT_FALSE(EvictPolicy::create(o));
+  o = EvictOptions{};
+  o.window_scale = -1.0;
   EXPECT_FALSE(EvictPolicy::create(o));
   o = EvictOptions{};
   o.protect_share = 1.5;
