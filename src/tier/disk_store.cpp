@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -102,12 +103,22 @@ std::optional<std::vector<std::byte>> read_file(const std::string& path) {
 }
 
 // Reads exactly out.size() bytes at offset; false on a short read or error.
+// The kernel copies into a small buffer that stays hot from read to read,
+// and the copy into `out` (a pool block) runs in user space. Reading straight
+// into the pool looked cheaper but was not: on a paravirtualised VM, the
+// kernel's writes into 73 MB of pool blocks ran at about 0.5 GB/s (every
+// page costs the hypervisor work), against 5 GB/s through this buffer. An
+// extra copy of 64 KiB that sits in L2 costs little anywhere else.
 bool pread_all(int fd, uint64_t offset, std::span<std::byte> out) {
+  constexpr std::size_t kStageBytes = 64 * 1024;
+  thread_local std::vector<std::byte> stage(kStageBytes);
   std::size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    const std::size_t want = std::min(kStageBytes, out.size() - done);
+    const ssize_t n = ::pread(fd, stage.data(), want, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
+    std::memcpy(out.data() + done, stage.data(), static_cast<std::size_t>(n));
     done += static_cast<std::size_t>(n);
   }
   return true;
