@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "kernels/kv_row_move.h"
 #include "kernels/rope_shift.h"
 #include "model/kv_view.h"
 #include "model/model.h"
@@ -46,25 +47,21 @@ struct EvalSequence {
 };
 
 // Renumbers the live slots of `seq` 0, 1, ... in slot order, re-rotating
-// each moved token's K by its position change; returns the next position.
+// each moved token's K by its position change (the engine's own rows move
+// with the same kernel, KvCacheManager::compact_positions); returns the
+// next position.
 int32_t compact(EvalSequence& seq, const RopeShiftParams& rope) {
   const KvGeometry& g = seq.g;
-  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t row = hd * g.elem_bytes();
+  const std::size_t bs = static_cast<std::size_t>(g.block_size);
   int32_t next = 0;
   for (std::size_t s = 0; s < seq.positions.size(); ++s) {
     const int32_t old = seq.positions[s];
     if (old == kEmptySlot) continue;
     const int32_t delta = next - old;
     if (delta != 0) {
-      const RopeShiftTable table = make_rope_shift_table(rope, delta);
-      std::byte* block = seq.blocks[s / static_cast<std::size_t>(g.block_size)];
-      const std::size_t at = (s % static_cast<std::size_t>(g.block_size)) * row;
-      for (int layer = 0; layer < g.n_layers; ++layer)
-        for (int h = 0; h < g.n_kv_heads; ++h) {
-          std::byte* k = block + g.k_offset(layer, h) + at;
-          rope_shift_rows(k, k, g.type, 1, hd, rope, table);
-        }
+      std::byte* block = seq.blocks[s / bs];
+      const int32_t row = static_cast<int32_t>(s % bs);
+      move_kv_rows(g, {block, row, block, row, 1}, rope, make_rope_shift_table(rope, delta));
       seq.positions[s] = next;
     }
     ++next;

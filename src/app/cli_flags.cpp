@@ -111,6 +111,14 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
          "summed attention)")
       ->check(CLI::IsMember({"attention", "window", "sinks-window", "h2o"}))
       ->default_str(std::string(evict_kind_name(o.evict.kind)));
+  cmd.add_option_function<std::string>(
+         "--evict-positions",
+         [&o](const std::string& v) { o.evict_positions = parse_evict_positions(v).value_or(o.evict_positions); },
+         "what the kept tokens' positions become after a budgeted sequence forgets: keep (as computed; "
+         "positions grow past --ctx-size) or compact (holes closed, kept K re-rotated, so positions stay "
+         "below the tokens held: for models that must stay inside their trained context)")
+      ->check(CLI::IsMember({"keep", "compact"}))
+      ->default_str(std::string(evict_positions_name(o.evict_positions)));
   add_tier_flags(cmd, f.tiers);
 }
 

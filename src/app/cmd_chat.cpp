@@ -115,6 +115,9 @@ int chat(ChatFlags& f) {
                  stats->prompt_tokens, stats->cached_tokens, r.prefix, r.shift,
                  stats->prompt_tokens - stats->cached_tokens, r.recomputed, stats->time_to_first_token_s * 1e3,
                  stats->generated_tokens, stats->evicted_tokens);
+    // A reply cut short (the KV cache was full) says why; the turn stays in
+    // the conversation as far as it got, an empty reply included.
+    if (!stats->note.empty()) std::fprintf(stderr, "[reply cut short: %s]\n", stats->note.c_str());
   }
   return 0;
 }

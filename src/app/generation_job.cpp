@@ -80,6 +80,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.reuse = r.reuse;
   sr.block_strategy = r.block_strategy;
   sr.kv_budget_tokens = r.kv_budget_tokens;
+  sr.evict_positions = r.evict_positions;
   if (r.blend) {
     sr.blend_ratio = r.blend->ratio;
     sr.blend_adaptive = r.blend->adaptive;

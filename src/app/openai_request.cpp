@@ -146,6 +146,17 @@ Check read_block_strategy(const json& body, std::optional<BlockStrategy>& out) {
   return std::nullopt;
 }
 
+Check read_evict_positions(const json& body, std::optional<EvictPositions>& out) {
+  const json* v = field(body, "evict_positions");
+  if (!v) return std::nullopt;
+  if (!v->is_string()) return type_error("evict_positions", "a string: \"keep\" or \"compact\"");
+  out = parse_evict_positions(v->get_ref<const std::string&>());
+  if (!out)
+    return invalid_field_error("evict_positions",
+                               "'evict_positions' must be \"keep\" or \"compact\", not " + v->dump());
+  return std::nullopt;
+}
+
 // Fields both endpoints share.
 Check read_common(const json& body, const RequestDefaults& d, GenerationRequest& r) {
   if (auto e = check_model(body, d, r.model)) return e;
@@ -198,6 +209,7 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
     if (auto e = read_int(body, "kv_budget_tokens", 0, 1 << 24, budget)) return e;
     r.kv_budget_tokens = budget;
   }
+  if (auto e = read_evict_positions(body, r.evict_positions)) return e;
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   return std::nullopt;
 }

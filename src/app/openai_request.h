@@ -15,6 +15,7 @@
 
 #include "app/api_error.h"
 #include "cache/reuse_plan.h"
+#include "engine/kv_budget.h"
 #include "model/chat_template.h"
 #include "model/sampler.h"
 
@@ -50,6 +51,7 @@ struct GenerationRequest {
   std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
   std::optional<BlockStrategy> block_strategy;  // extension: overrides --block-strategy
   std::optional<int> kv_budget_tokens;  // extension: overrides --kv-budget-tokens (0: none)
+  std::optional<EvictPositions> evict_positions;  // extension: overrides --evict-positions
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
 };
 

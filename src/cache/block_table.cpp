@@ -60,6 +60,13 @@ void BlockTable::set_position(int32_t slot, int32_t pos) {
   p = pos;
 }
 
+void BlockTable::move_position(int32_t slot, int32_t pos) {
+  CLM_CHECK(slot >= 0 && slot < n_slots(), "move_position outside the table");
+  int32_t& p = positions_[static_cast<std::size_t>(slot)];
+  CLM_CHECK(p != kEmptySlot && pos != kEmptySlot, "move_position of an empty slot");
+  p = pos;
+}
+
 void BlockTable::erase_block(std::size_t b) {
   const std::size_t bs = static_cast<std::size_t>(block_size_);
   CLM_CHECK(b < blocks_.size() && (b + 1) * bs <= positions_.size(), "erase_block of a block that is not full");

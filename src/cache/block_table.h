@@ -46,6 +46,8 @@ class BlockTable {
   int32_t append(int32_t token, int32_t pos);
   // Gives an empty slot its position (its K/V is being written now).
   void set_position(int32_t slot, int32_t pos);
+  // Gives a filled slot another position (its K was re-rotated to it).
+  void move_position(int32_t slot, int32_t pos);
   // Forgets all blocks and slots without touching the pool.
   void clear();
   // Removes block b and its slots (a hole: later slots move down a block and

@@ -151,6 +151,16 @@ class KvCacheManager {
   // a cached block without its cached parent (what keeps available_blocks()
   // exact with holes).
   void evict_block(CachedSequence& seq, std::size_t b);
+  // Closes the holes forgotten blocks left (`--evict-positions compact`):
+  // written slot s gets position s, its K re-rotated by the change, and
+  // the next token's position is the written length. Only blocks this
+  // sequence alone holds and no index names are rotated in place; a block
+  // another sequence holds, or one cached (its index entry records the
+  // positions its K was rotated for), is copied first and the copy moved,
+  // so no reader ever sees K change under it. All or nothing: when the
+  // pool cannot give the copies, nothing changes and 0 is returned (a later
+  // call closes every hole then). Returns how many positions it closed.
+  int32_t compact_positions(CachedSequence& seq);
   // Ends a sequence: registered blocks stay resident and reusable, others
   // are freed. The tail goes first so leaves are evicted before parents.
   // With partial-block reuse, a partly filled last block is kept too (its

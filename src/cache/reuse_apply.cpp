@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "cache/kv_cache_manager.h"
+#include "kernels/kv_row_move.h"
 #include "util/check.h"
 
 namespace clm {
@@ -144,8 +145,6 @@ void KvCacheManager::zero_empty_slots(BlockTable& t, int32_t begin, int32_t end)
 
 void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
   const KvGeometry& g = pool_.geometry();
-  const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t row = hd * g.elem_bytes();
   // One job per piece and destination block; each copies its rows of every
   // layer and head. Jobs write disjoint rows, so they may run in parallel.
   struct Job {
@@ -185,19 +184,7 @@ void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
   auto run = [&](std::size_t begin, std::size_t end) {
     for (std::size_t j = begin; j < end; ++j) {
       const Job& job = jobs[j];
-      const RopeShiftTable& table = tables[job.table];
-      const std::size_t bytes = static_cast<std::size_t>(job.n) * row;
-      for (int layer = 0; layer < g.n_layers; ++layer)
-        for (int h = 0; h < g.n_kv_heads; ++h) {
-          const std::byte* sk = job.src_block + g.k_offset(layer, h) + static_cast<std::size_t>(job.src) * row;
-          std::byte* dk = job.dst_block + g.k_offset(layer, h) + static_cast<std::size_t>(job.dst_row) * row;
-          if (table.delta == 0)
-            std::memcpy(dk, sk, bytes);
-          else
-            rope_shift_rows(sk, dk, g.type, job.n, hd, options_.rope, table);
-          std::memcpy(job.dst_block + g.v_offset(layer, h) + static_cast<std::size_t>(job.dst_row) * row,
-                      job.src_block + g.v_offset(layer, h) + static_cast<std::size_t>(job.src) * row, bytes);
-        }
+      move_kv_rows(g, {job.src_block, job.src, job.dst_block, job.dst_row, job.n}, options_.rope, tables[job.table]);
     }
   };
   if (options_.threads != nullptr && jobs.size() > 1)

@@ -100,6 +100,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sched.session_pins.max_share = options.session_pin_max_share;
   sched.kv_budget_tokens = options.kv_budget_tokens;
   sched.evict = options.evict;
+  sched.evict_positions = options.evict_positions;
   if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
   e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
   return e;
@@ -122,6 +123,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.block_strategy = options.block_strategy;
   req.prompt_logprobs = options.prompt_logprobs;
   req.kv_budget_tokens = options.kv_budget_tokens;
+  req.evict_positions = options.evict_positions;
 
   struct Wait {
     std::mutex mu;

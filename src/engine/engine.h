@@ -69,6 +69,8 @@ struct EngineOptions {
   // sequence's KV budget in tokens (0: none) and the eviction policy.
   int kv_budget_tokens = 0;
   EvictOptions evict;
+  // What kept tokens' positions become after forgetting (engine/kv_budget.h).
+  EvictPositions evict_positions = EvictPositions::Keep;
 };
 
 struct GenerateOptions {
@@ -83,6 +85,7 @@ struct GenerateOptions {
   std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
   std::optional<int> kv_budget_tokens;  // overrides EngineOptions::kv_budget_tokens
+  std::optional<EvictPositions> evict_positions;  // overrides EngineOptions::evict_positions
 };
 
 using GeneratedToken = TokenEvent;

@@ -5,12 +5,20 @@
 
 namespace clm {
 
+std::string_view evict_positions_name(EvictPositions p) { return p == EvictPositions::Compact ? "compact" : "keep"; }
+
+std::optional<EvictPositions> parse_evict_positions(std::string_view name) {
+  if (name == "keep") return EvictPositions::Keep;
+  if (name == "compact") return EvictPositions::Compact;
+  return std::nullopt;
+}
+
 int KvBudget::minimum_tokens(const EvictOptions& options, int block_size) {
   const int recent_blocks = (options.recent_tokens + block_size - 1) / block_size;
   return (options.sink_blocks + recent_blocks + 1) * block_size;
 }
 
-Result<KvBudget> KvBudget::create(int budget_tokens, EvictOptions options, int block_size) {
+Result<KvBudget> KvBudget::create(int budget_tokens, EvictOptions options, int block_size, EvictPositions positions) {
   options.block_tokens = block_size;
   const int minimum = minimum_tokens(options, block_size);
   if (budget_tokens < minimum)
@@ -21,7 +29,7 @@ Result<KvBudget> KvBudget::create(int budget_tokens, EvictOptions options, int b
                     " to forget)");
   auto policy = EvictPolicy::create(std::move(options));
   if (!policy) return fail(ErrorKind::InvalidRequest, policy.error().message);
-  return KvBudget(budget_tokens, std::move(*policy), block_size);
+  return KvBudget(budget_tokens, std::move(*policy), block_size, positions);
 }
 
 KvSeqView KvBudget::view(const CachedSequence& kv) {
@@ -103,6 +111,8 @@ void KvBudget::forget(KvCacheManager& cache, CachedSequence& kv, const std::vect
                    queries_.begin() + static_cast<std::ptrdiff_t>(last));
     evicted_.insert(std::upper_bound(evicted_.begin(), evicted_.end(), e.block), e.block);
   }
+  // Closes the holes (and any an earlier call found no room to close).
+  if (positions_ == EvictPositions::Compact && !blocks.empty()) closed_ += cache.compact_positions(kv);
 }
 
 double KvBudget::lowest_candidate_score() const {

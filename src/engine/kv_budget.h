@@ -11,6 +11,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "cache/kv_cache_manager.h"
@@ -21,12 +23,22 @@
 
 namespace clm {
 
+// What the positions of the kept tokens become once blocks are forgotten.
+// Keep: every token keeps the position it was computed at (holes stay, and
+// positions grow past the context). Compact: the holes are closed, kept K
+// re-rotated (KvCacheManager::compact_positions), so positions stay below
+// the length held, for models that must stay inside their trained context.
+enum class EvictPositions : uint8_t { Keep, Compact };
+std::string_view evict_positions_name(EvictPositions p);
+std::optional<EvictPositions> parse_evict_positions(std::string_view name);
+
 class KvBudget {
  public:
   // `options.block_tokens` is replaced by the cache's block size: the policy
   // forgets whole KV blocks. Fails if the protect rules do not compile or
   // the budget cannot hold the blocks the policy never evicts.
-  static Result<KvBudget> create(int budget_tokens, EvictOptions options, int block_size);
+  static Result<KvBudget> create(int budget_tokens, EvictOptions options, int block_size,
+                                 EvictPositions positions = EvictPositions::Keep);
   // The smallest budget worth having with these options: the sink blocks,
   // the recent window rounded up to blocks, and one block to forget.
   static int minimum_tokens(const EvictOptions& options, int block_size);
@@ -35,6 +47,10 @@ class KvBudget {
   // Table slots forgotten so far (whole blocks).
   int evicted_tokens() const { return static_cast<int>(evicted_.size()) * block_size_; }
   const EvictPolicy& policy() const { return policy_; }
+  EvictPositions positions() const { return positions_; }
+  // Positions closed by compaction so far: prompt token p is computed at
+  // position p - closed_positions().
+  int32_t closed_positions() const { return closed_; }
 
   // The sequence's view with statistics buffers as long as its slots.
   KvSeqView view(const CachedSequence& kv);
@@ -61,8 +77,8 @@ class KvBudget {
   bool over_budget() const { return policy_.live_tokens() > budget_; }
 
  private:
-  KvBudget(int budget, EvictPolicy policy, int block_size)
-      : budget_(budget), block_size_(block_size), policy_(std::move(policy)) {}
+  KvBudget(int budget, EvictPolicy policy, int block_size, EvictPositions positions)
+      : budget_(budget), block_size_(block_size), policy_(std::move(policy)), positions_(positions) {}
   // Table block of a policy block that is still held.
   std::size_t table_block(int policy_block) const;
   void forget(KvCacheManager& cache, CachedSequence& kv, const std::vector<EvictedBlock>& blocks);
@@ -70,6 +86,8 @@ class KvBudget {
   int budget_;
   int block_size_;
   EvictPolicy policy_;
+  EvictPositions positions_;
+  int32_t closed_ = 0;
   std::vector<int> evicted_;  // policy blocks forgotten, ascending
   std::vector<float> mass_;   // per table slot, since the last aggregation
   std::vector<uint32_t> queries_;

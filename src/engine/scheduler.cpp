@@ -82,7 +82,8 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     seq->max_new = seq->request.max_tokens;
     // Statistics and a policy only for a sequence that can outgrow its budget.
     if (static_cast<int64_t>(seq->n_prompt) + seq->max_new > kv_budget) {
-      auto budget = KvBudget::create(kv_budget, options_.evict, block_size);
+      auto budget = KvBudget::create(kv_budget, options_.evict, block_size,
+                                     seq->request.evict_positions.value_or(options_.evict_positions));
       if (!budget) return fail(ErrorKind::InvalidRequest, budget.error().message);
       seq->budget = std::move(*budget);
     }
@@ -376,9 +377,13 @@ void Scheduler::admit() {
     const int capacity = s.admission_tokens(options_.n_ctx);
     ApplyStatus applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
     if (applied == ApplyStatus::NoRoom && !running_.empty()) {
-      // Running sequences with a budget may forget candidate blocks first.
+      // Running sequences with a budget may forget candidate blocks first:
+      // as many as the whole capacity needs (an upper bound: shared prefix
+      // blocks need none), and the plan is tried again whatever they gave.
       const std::size_t bs = static_cast<std::size_t>(cache_.pool().geometry().block_size);
-      if (relieve_pressure(cache_.available_blocks() + (static_cast<std::size_t>(capacity) + bs - 1) / bs)) {
+      const std::size_t before = cache_.available_blocks();
+      relieve_pressure((static_cast<std::size_t>(capacity) + bs - 1) / bs);
+      if (cache_.available_blocks() > before) {
         plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
         applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);
       }
@@ -472,15 +477,19 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
   // the last reused span exist already (empty until filled), the rest are
   // appended.
   // A sequence that forgot blocks (all before the rows it computes now)
-  // holds prompt position pos at slot pos - evicted_tokens.
+  // holds prompt token pos at slot pos - evicted_tokens, and computes it at
+  // position pos, or pos - closed_positions once holes are closed.
+  auto position_of = [&](int32_t pos) { return s.budget ? pos - s.budget->closed_positions() : pos; };
   auto slot_for = [&](int32_t pos) {
     const int32_t at = pos - s.evicted_tokens();
     if (at >= s.kv.table.n_slots()) {
       const int32_t slot = cache_.append(s.kv, s.request.prompt[static_cast<std::size_t>(pos)]);
       CLM_CHECK(slot == at, "prompt slots follow prompt positions");
     } else if (s.kv.table.positions()[static_cast<std::size_t>(at)] == kEmptySlot) {
-      cache_.fill(s.kv, at, pos);
+      cache_.fill(s.kv, at, position_of(pos));
     }
+    CLM_CHECK(s.kv.table.positions()[static_cast<std::size_t>(at)] == position_of(pos),
+              "a prompt slot holds its token's position");
     return at;
   };
   while (budget > 0 && s.probing()) {
@@ -538,7 +547,8 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
                           std::span<const float>(s.probe_residual).subspan(at, n_embd));
         s.prefill_flops += flops_.resumed(pos, batch.probe_layer);
       } else {
-        batch.add(token, pos, seq_index, slot_for(pos), want);
+        const int32_t slot = slot_for(pos);
+        batch.add(token, position_of(pos), seq_index, slot, want);
         s.prefill_flops += flops_.token(pos);
       }
       if (want) outputs.push_back({&s, pos});
@@ -688,7 +698,7 @@ SchedulerStats Scheduler::stats() const {
 
 std::vector<RunningSequence> Scheduler::running() const {
   std::vector<RunningSequence> out;
-  for (const auto& s : running_) out.push_back({s->id, s->kv.table.blocks(), s->kv.table.n_slots()});
+  for (const auto& s : running_) out.push_back({s->id, s->kv.table.blocks(), s->kv.table.n_slots(), s->kv.next_pos});
   return out;
 }
 

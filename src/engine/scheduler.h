@@ -32,6 +32,7 @@
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
 #include "engine/evict_policy.h"
+#include "engine/kv_budget.h"
 #include "engine/prompt_typer.h"
 #include "engine/session_pins.h"
 #include "model/model.h"
@@ -73,6 +74,9 @@ struct SchedulerOptions {
   // The eviction policy of budgeted sequences (its block_tokens is the KV
   // block size).
   EvictOptions evict;
+  // What the kept tokens' positions become after a budgeted sequence
+  // forgets (engine/kv_budget.h): kept, or compacted with K re-rotated.
+  EvictPositions evict_positions = EvictPositions::Keep;
 };
 
 struct Request {
@@ -95,6 +99,8 @@ struct Request {
   int prompt_logprobs = -1;
   // Overrides SchedulerOptions::kv_budget_tokens for this request (0: none).
   std::optional<int> kv_budget_tokens;
+  // Overrides SchedulerOptions::evict_positions for this request.
+  std::optional<EvictPositions> evict_positions;
   // Debugging and tests: each TokenEvent carries the full row of logits the
   // token was sampled from (before penalties). Costs a copy of n_vocab floats.
   bool record_logits = false;
@@ -170,6 +176,7 @@ struct RunningSequence {
   RequestId id = 0;
   std::vector<BlockId> blocks;
   int tokens = 0;  // K/V slots filled or being filled
+  int32_t next_position = 0;  // the position the next token appended gets
 };
 
 class Scheduler {

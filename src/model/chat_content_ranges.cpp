@@ -53,6 +53,14 @@ std::optional<std::vector<ChatMessage>> wrap_contents(std::span<const ChatMessag
   out.reserve(messages.size());
   for (const ChatMessage& m : messages) {
     if (m.content.find(kOpen) != std::string::npos || m.content.find(kClose) != std::string::npos) return std::nullopt;
+    // An empty content has no range to find, and wrapping it would make it
+    // look non-empty to a template that writes its markup by the content
+    // (the plain format puts a space after "Assistant:" only before a
+    // reply): left as it is, it renders the same both times.
+    if (m.content.empty()) {
+      out.push_back(m);
+      continue;
+    }
     out.push_back({m.role, std::string(kOpen) + m.content + std::string(kClose)});
   }
   return out;

@@ -18,8 +18,9 @@
 
 namespace clm {
 
-// The messages with each content between the sentinels, or nullopt when a
-// content already holds a sentinel (then it cannot be located this way).
+// The messages with each non-empty content between the sentinels, or
+// nullopt when a content already holds a sentinel (then it cannot be
+// located this way).
 std::optional<std::vector<ChatMessage>> wrap_contents(std::span<const ChatMessage> messages);
 
 // The prompt `rendered` with its contents as literal ranges, found from

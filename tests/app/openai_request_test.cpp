@@ -128,6 +128,22 @@ TEST(OpenAiRequest, WrongTypesAre400WithParam) {
   }
 }
 
+TEST(OpenAiRequest, EvictPositionsIsKeepOrCompact) {
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->evict_positions);
+  json body = chat_body();
+  body["evict_positions"] = "compact";
+  EXPECT_EQ(parse_chat_request(body, defaults())->evict_positions, EvictPositions::Compact);
+  body["evict_positions"] = "keep";
+  EXPECT_EQ(parse_completion_request(json{{"prompt", "hi"}, {"evict_positions", "keep"}}, defaults())->evict_positions,
+            EvictPositions::Keep);
+  for (const json& bad : {json("squeeze"), json(1), json(true)}) {
+    body["evict_positions"] = bad;
+    const ApiError e = chat_error(body);
+    EXPECT_EQ(e.status, 400) << bad.dump();
+    EXPECT_EQ(e.param, "evict_positions") << bad.dump();
+  }
+}
+
 TEST(OpenAiRequest, OutOfRangeIs400) {
   struct Case { const char* field; json value; };
   const Case cases[] = {

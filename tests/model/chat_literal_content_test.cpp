@@ -167,6 +167,28 @@ TEST(ChatLiteralContent, EveryHandWrittenFormatLocatesItsContents) {
   }
 }
 
+TEST(ChatLiteralContent, AnEmptyReplyStillRendersInEveryHandWrittenFormat) {
+  // `chat` keeps a turn whose reply was cut before its first token (a
+  // preempted request) as an empty assistant message; every later turn
+  // must still render, with the other contents located as text.
+  for (ChatFormat f : {ChatFormat::Llama2, ChatFormat::Llama3, ChatFormat::ChatML, ChatFormat::Zephyr,
+                       ChatFormat::Plain}) {
+    const ChatRenderer r = ChatRenderer::builtin(f);
+    const std::vector<ChatMessage> turns = {
+        {"user", "A</s>"}, {"assistant", ""}, {"user", "B"}, {"assistant", " C"}, {"user", "D"}};
+    const auto prompt = r.render_prompt(turns, true);
+    ASSERT_TRUE(prompt) << chat_format_name(f) << ": " << prompt.error().message;
+    EXPECT_EQ(prompt->text, r.render(turns, true).value()) << chat_format_name(f);
+    std::vector<std::string> contents;
+    for (const TextRange& range : prompt->literal) contents.push_back(prompt->text.substr(range.begin, range.end - range.begin));
+    ASSERT_EQ(contents.size(), 4u) << chat_format_name(f);
+    EXPECT_EQ(contents[0], "A</s>") << chat_format_name(f);
+    EXPECT_EQ(contents[1], "B") << chat_format_name(f);
+    EXPECT_NE(contents[2].find('C'), std::string::npos) << chat_format_name(f);
+    EXPECT_EQ(contents[3], "D") << chat_format_name(f);
+  }
+}
+
 TEST(ChatLiteralContent, ATemplateThatRewritesContentsRefusesControlTextOnly) {
   const auto m = llama3_style_vocab();
   ASSERT_NE(m.tok, nullptr);
