@@ -382,7 +382,7 @@ void Scheduler::admit() {
       // blocks need none), and the plan is tried again whatever they gave.
       const std::size_t bs = static_cast<std::size_t>(cache_.pool().geometry().block_size);
       const std::size_t before = cache_.available_blocks();
-      relieve_pressure((static_cast<std::size_t>(capacity) + bs - 1) / bs);
+      relieve_pressure((static_cast<std::size_t>(capacity) + bs - 1) / bs, /*mu_held=*/true);
       if (cache_.available_blocks() > before) {
         plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
         applied = cache_.apply(s.kv, plan, prompt, s.request.cache_namespace, capacity);

@@ -273,11 +273,13 @@ class Scheduler {
   // Pool pressure: running sequences forget candidate blocks, lowest score
   // first across them, then (none left) the blocks their policies would
   // forget next, longest sequence first, until `need` blocks are available.
-  // Protected blocks stay. Returns whether they are.
-  bool relieve_pressure(std::size_t need);
+  // Protected blocks stay. Returns whether they are. `mu_held`: the caller
+  // (admission) holds mu_ already, which the eviction counters need.
+  bool relieve_pressure(std::size_t need, bool mu_held = false);
   void refresh_budget_gauges();
-  // Counts blocks live sequences forgot, under the lock.
+  // Counts blocks live sequences forgot: taking mu_, or with it held.
   void count_evicted(uint64_t blocks, bool pressure);
+  void record_evicted(uint64_t blocks, bool pressure);
   // Releases the sequence's blocks and calls its done callback. `reason`
   // "cancelled" takes the sequence's cancel cause; a preempted one has its
   // preempt cause set before.

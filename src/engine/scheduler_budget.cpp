@@ -11,6 +11,10 @@ namespace clm {
 void Scheduler::count_evicted(uint64_t blocks, bool pressure) {
   if (blocks == 0) return;
   std::lock_guard lock(mu_);
+  record_evicted(blocks, pressure);
+}
+
+void Scheduler::record_evicted(uint64_t blocks, bool pressure) {
   (pressure ? stats_.evicted_blocks_pressure : stats_.evicted_blocks_budget) += blocks;
   stats_.evicted_tokens += blocks * static_cast<uint64_t>(cache_.pool().geometry().block_size);
 }
@@ -22,7 +26,7 @@ void Scheduler::enforce_budgets(const std::vector<Sequence*>& in_batch) {
   count_evicted(blocks, false);
 }
 
-bool Scheduler::relieve_pressure(std::size_t need) {
+bool Scheduler::relieve_pressure(std::size_t need, bool mu_held) {
   uint64_t blocks = 0;
   // Each sequence's policy first sees what it holds (an attached prefix is
   // not seen until its first forward pass).
@@ -58,7 +62,8 @@ bool Scheduler::relieve_pressure(std::size_t need) {
     }
     if (!shed) break;
   }
-  count_evicted(blocks, true);
+  if (mu_held) record_evicted(blocks, true);
+  else count_evicted(blocks, true);
   return cache_.available_blocks() >= need;
 }
 

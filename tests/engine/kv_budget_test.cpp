@@ -136,6 +136,58 @@ TEST(KvBudget, PoolPressureTakesBlocksFromRunningSequencesBeforePreempting) {
   expect_nothing_held(rig);
 }
 
+TEST(KvBudget, AdmissionTakesRoomFromARunningSequencesCandidates) {
+  // One conversation with a budget of 12 blocks runs in a pool of 20 until
+  // it holds 11 (under its budget, so its candidates stay queued); then a
+  // request arrives whose prompt needs 10 blocks. Admission has the
+  // conversation forget candidates (evictions by reason "pressure") instead
+  // of waiting or preempting anyone, and the admitted request computes what
+  // it computes alone.
+  const int n_vocab = real_model().config().n_vocab;
+  RigOptions o = budget_rig(EvictKind::Attention, 20, 12 * kBlock);
+  // Every block under the mean score is a candidate, and no protect rule
+  // keeps any (the arbitrary token ids read as capitalised words): the
+  // conversation has candidates queued well before its budget.
+  o.scheduler.evict.candidate_fraction = 1.0;
+  o.scheduler.evict.protect_patterns = {};
+  Rig rig(real_model(), o);
+  Recorder rec;
+  auto a = rec.submit(*rig.scheduler, greedy_request(prompt_of(20, 4, n_vocab), 2 * kCtx));
+  ASSERT_TRUE(a);
+  const Request b_request = greedy_request(prompt_of(150, 9, n_vocab), 12, true);
+  const std::size_t b_blocks = (150 + 1 + kBlock - 1) / kBlock;  // the prompt and its first token's slot
+  while (rig.cache->available_blocks() >= b_blocks && rig.scheduler->step()) {
+  }
+  ASSERT_LT(rig.cache->available_blocks(), b_blocks);
+  ASSERT_GT(rig.scheduler->stats().evict_candidates, 0);
+  ASSERT_EQ(rig.scheduler->stats().evicted_blocks_pressure, 0u);  // nothing was short before
+  auto b = rec.submit(*rig.scheduler, b_request);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE(rig.scheduler->step());
+  EXPECT_EQ(rig.scheduler->running().size(), 2u);  // admitted at once
+  EXPECT_GT(rig.scheduler->stats().evicted_blocks_pressure, 0u);
+  rig.scheduler->run_until_idle();
+  const SchedulerStats st = rig.scheduler->stats();
+  EXPECT_EQ(st.preempted, 0u);
+  ASSERT_EQ(rec.done[*a].size(), 1u);
+  ASSERT_EQ(rec.done[*b].size(), 1u);
+  EXPECT_FALSE(rec.done[*a].front().preempt_cause) << rec.done[*a].front().note;
+  EXPECT_EQ(rec.done[*a].front().generated_tokens, 2 * kCtx);
+  EXPECT_EQ(rec.done[*b].front().evicted_tokens, 0);
+
+  // The admitted request's output is what it computes alone, logit for logit.
+  Rig alone(real_model(), o);
+  std::vector<TokenEvent> expected;
+  run_one(alone, b_request, &expected);
+  const std::vector<TokenEvent>& got = rec.tokens[*b];
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].id, expected[i].id) << "token " << i;
+    EXPECT_TRUE(bitwise_equal(got[i].logits, expected[i].logits)) << "token " << i;
+  }
+  expect_nothing_held(rig);
+}
+
 TEST(KvBudget, RefusesABudgetTooSmallForThePolicy) {
   Rig rig(real_model(), budget_rig(EvictKind::Attention, 64, 3 * kBlock));
   auto id = rig.scheduler->submit(greedy_request(prompt_of(20, 6, real_model().config().n_vocab), 200), {}, {});
