@@ -150,4 +150,17 @@ Result<SessionRun> drive_sessions(Model& model, ThreadPool& threads, const Sessi
   return run;
 }
 
+nlohmann::json session_run_json(const SessionRun& s, std::size_t block_bytes) {
+  return {{"seconds", s.seconds},
+          {"generated_tokens", s.generated_tokens},
+          {"tokens_per_second", s.tokens_per_s},
+          {"ttft_p50_ms", s.ttft_p50_s * 1e3},
+          {"ttft_p95_ms", s.ttft_p95_s * 1e3},
+          {"prompt_tokens", s.prompt_tokens},
+          {"cached_tokens", s.cached_tokens},
+          {"prompt_tokens_computed", s.prompt_tokens_computed},
+          {"peak_kv_blocks", s.peak_blocks},
+          {"peak_kv_mib", static_cast<double>(s.peak_blocks * block_bytes) / (1 << 20)}};
+}
+
 }  // namespace clm

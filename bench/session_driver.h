@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/evict_policy.h"
 #include "util/error.h"
 
@@ -67,5 +69,8 @@ class ThreadPool;
 // The pool holds every session's whole conversation (and a few blocks more),
 // so that only the budgets, if any, bound what the sequences hold.
 Result<SessionRun> drive_sessions(Model& model, ThreadPool& threads, const SessionPlan& plan);
+
+// The fields every report of a run shares (time, tokens, TTFT, peak KV).
+nlohmann::json session_run_json(const SessionRun& run, std::size_t block_bytes);
 
 }  // namespace clm
