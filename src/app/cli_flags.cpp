@@ -87,7 +87,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--split-rules", o.split_rules,
                  "JSON rule file of the semantic splitter that types prompts for the block-type guard and the "
                  "semantic strategy (default: the built-in rules)");
-  cmd.add_option("--kv-memory-mb", o.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence)")
+  cmd.add_option("--kv-memory-mb", o.kv_memory_mb, "KV cache budget in MiB (0: enough for one --ctx-size sequence, or with --kv-budget-tokens for the budget and what the policy keeps beyond it)")
       ->check(CLI::Range(0, 1 << 24));
   cmd.add_option("--parallel", o.max_running, "sequences decoding at once")
       ->check(CLI::Range(1, 4096))

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 
 #include "engine/kv_budget.h"
@@ -61,9 +62,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   g.head_dim = c.head_dim;
   g.block_size = options.block_size;
   g.type = options.kv_type;
-  const std::size_t blocks_for_ctx =
-      (static_cast<std::size_t>(options.n_ctx) + static_cast<std::size_t>(g.block_size) - 1) /
-      static_cast<std::size_t>(g.block_size);
+  const auto blocks_of = [&](double tokens) {
+    return static_cast<std::size_t>(std::ceil(tokens / static_cast<double>(g.block_size)));
+  };
+  // One sequence's worth: its context, or with a KV budget the budget plus
+  // what the policy may keep beyond it (protected text up to protect_share)
+  // and the blocks being filled, so that a budget near the context does not
+  // end the sequence at a full pool.
+  std::size_t blocks_for_ctx = blocks_of(options.n_ctx);
+  if (options.kv_budget_tokens > 0)
+    blocks_for_ctx = std::max(blocks_for_ctx, blocks_of(options.kv_budget_tokens) +
+                                                  blocks_of(options.evict.protect_share * options.kv_budget_tokens) + 2);
   const std::size_t blocks_for_memory =
       options.kv_memory_mb > 0 ? KvPool::blocks_for_bytes(g, options.kv_memory_mb << 20) : 0;
   auto pool = KvPool::create(g, options.kv_memory_mb > 0 ? blocks_for_memory : blocks_for_ctx);

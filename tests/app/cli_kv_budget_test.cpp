@@ -51,6 +51,19 @@ TEST(CliKvBudget, RunGeneratesFourContextsWithinOneContextOfMemory) {
   EXPECT_EQ(j["evicted_tokens"], 0);
 }
 
+TEST(CliKvBudget, ABudgetNearTheContextStillRunsOnInTheDefaultPool) {
+  // The default pool holds one sequence: with a budget, room beyond it for
+  // what the policy keeps. A pool of just the context (5 blocks of 32 here)
+  // ended this run with "length" after 188 tokens.
+  const auto r = run_command(cli() + " run -m " + shell_quote(test::shared_file("models/stories260K.gguf")) +
+                             " -c 160 --kv-budget-tokens 128 --temp 0 -n 512 --ignore-eos --json -p 'Once upon a time'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["token_ids"].size(), 512u);
+  EXPECT_GT(j["evicted_tokens"].get<int>(), 512 - 160);
+}
+
 TEST(CliKvBudget, ChatConversationOutgrowsTheContext) {
   // Eighteen turns of plain sentences: the conversation the last turn sends
   // is past 4x the context. The chat's own text (its replies) is full of
