@@ -266,8 +266,8 @@ bool DiskStore::visit_bytes(const StoredEntry& row, const BytesVisitor& visit) {
   struct stat st{};
   const bool readable =
       ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) <= kMaxEntryFileBytes;
-  // The K/V goes from the page cache straight to its destination (a pool
-  // block): no staging buffer to fault in and copy again.
+  // The K/V goes to its destination (a pool block) in 64 KiB pieces through
+  // pread_all's hot buffer: no whole-entry buffer to fault in and copy again.
   if (readable)
     visit(static_cast<uint64_t>(st.st_size),
           [fd](uint64_t offset, std::span<std::byte> out) { return pread_all(fd, offset, out); });
