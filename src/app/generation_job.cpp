@@ -75,6 +75,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   Request sr;
   sr.prompt = job->prompt_;
   sr.max_tokens = r.max_tokens;
+  sr.stop_at_end_of_generation = !r.ignore_eos;
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.reuse = r.reuse;

@@ -211,6 +211,7 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
   }
   if (auto e = read_evict_positions(body, r.evict_positions)) return e;
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
+  if (auto e = read_bool(body, "ignore_eos", r.ignore_eos)) return e;
   return std::nullopt;
 }
 

@@ -53,6 +53,9 @@ struct GenerationRequest {
   std::optional<int> kv_budget_tokens;  // extension: overrides --kv-budget-tokens (0: none)
   std::optional<EvictPositions> evict_positions;  // extension: overrides --evict-positions
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
+  // Extension (llama.cpp's name): generate past end-of-generation tokens, so
+  // that a benchmark gets exactly max_tokens from every request.
+  bool ignore_eos = false;
 };
 
 // What a request gets for the fields it leaves out, and the limits it must keep.

@@ -421,6 +421,21 @@ TEST(OpenAiRequest, ZeroMaxTokensOnlyForCompletions) {
   EXPECT_EQ(chat_error(chat).code, "out_of_range");
 }
 
+TEST(OpenAiRequest, IgnoreEosIsAFlagThatDefaultsOff) {
+  auto plain = parse_completion_request({{"prompt", "x"}}, defaults());
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->ignore_eos);
+  auto ignoring = parse_completion_request({{"prompt", "x"}, {"ignore_eos", true}}, defaults());
+  ASSERT_TRUE(ignoring);
+  EXPECT_TRUE(ignoring->ignore_eos);
+  json chat = chat_body();
+  chat["ignore_eos"] = true;
+  auto c = parse_chat_request(chat, defaults());
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->ignore_eos);
+  EXPECT_EQ(completion_error({{"prompt", "x"}, {"ignore_eos", 1}}).param, "ignore_eos");
+}
+
 TEST(OpenAiRequest, CompletionLogprobsIsACount) {
   auto r = parse_completion_request({{"prompt", "x"}, {"logprobs", 3}}, defaults());
   ASSERT_TRUE(r);
