@@ -51,16 +51,14 @@ import argparse
 import json
 import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import shutil
 import tempfile
 import time
 import urllib.error
-import urllib.request
+
+from http_client import http_json, start_llama_server, stop_llama_server, wait_healthy
 
 CASES = ("cold", "edit", "insert", "delete")
 # The prompt each case sends.
@@ -111,19 +109,6 @@ def load_prompts(path):
 # ---------------------------------------------------------------------------
 # llama-server
 
-def http_json(url, body=None, timeout=600):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """A llama-server child on 127.0.0.1, or (proc None) one already running."""
 
@@ -133,44 +118,22 @@ class Server:
 
     @classmethod
     def start(cls, args, label, cache_reuse):
-        port = free_port()
-        cmd = [args.server_bin, "-m", args.model, "-c", str(args.ctx), "-t", str(args.threads), "-np", "1",
-               "--host", "127.0.0.1", "--port", str(port)]
+        server_args = ["-c", str(args.ctx), "-t", str(args.threads), "-np", "1"]
         if cache_reuse > 0:
-            cmd += ["--cache-reuse", str(cache_reuse)]
+            server_args += ["--cache-reuse", str(cache_reuse)]
         if args.prime == "restore":
-            cmd += ["--slot-save-path", args.slot_dir + os.sep]
-        log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-        print(f"starting {label}: {' '.join(cmd)} (log {log.name})", file=sys.stderr)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
-        s = cls(label, f"http://127.0.0.1:{port}", proc, log.name)
+            server_args += ["--slot-save-path", args.slot_dir + os.sep]
+        proc, url, cmd, log_path = start_llama_server(args.server_bin, args.model, server_args, label,
+                                                      args.start_timeout)
+        s = cls(label, url, proc, log_path)
         s.command = cmd
-        s.wait_ready(args.start_timeout)
         return s
 
     def wait_ready(self, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"{self.label}: llama-server exited with {self.proc.returncode}; see {self.log_path}")
-            try:
-                if http_json(self.url + "/health", timeout=5).get("status") == "ok":
-                    return
-            except (urllib.error.URLError, ConnectionError, OSError, ValueError):
-                pass
-            time.sleep(0.25)
-        raise RuntimeError(f"{self.label}: not ready after {timeout} s; see {self.log_path}")
+        wait_healthy(self.url, self.proc, timeout, self.label, self.log_path)
 
     def stop(self):
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop_llama_server(self.proc)
 
     def slot_action(self, action, filename):
         return http_json(f"{self.url}/slots/0?action={action}", {"filename": filename}, timeout=120)

@@ -1,16 +1,23 @@
 """Helpers the HTTP scripts share: start and stop `clmcache serve`, read a
 process's resident set, and plain HTTP/1.1 exchanges over raw sockets (raw so
 that a script can also misbehave: stop reading, trickle a body, lie about
-its length). Python standard library only."""
+its length); JSON requests and the start of a llama.cpp `llama-server` for
+the scripts that compare against it. Python standard library only."""
+import json
 import re
+import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import time
+import urllib.error
+import urllib.request
 
 
-def start_server(binary, model, extra=()):
+def start_server(binary, model, extra=(), ctx=512):
     """Starts `serve` on a free loopback port; returns (process, port)."""
-    server = subprocess.Popen([binary, "serve", "--port", "0", "-m", model, "-c", "512", *extra],
+    server = subprocess.Popen([binary, "serve", "--port", "0", "-m", model, "-c", str(ctx), *extra],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     line = server.stdout.readline()
     found = re.search(r"127\.0\.0\.1:(\d+)", line)
@@ -75,3 +82,66 @@ def timed_get(port, path, timeout=5):
     except OSError:
         status = None
     return status, time.monotonic() - t0
+
+
+def http_json(url, body=None, timeout=600):
+    """GET (no body) or POST a JSON body; returns the decoded JSON answer."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def free_port():
+    """A loopback port free now (llama-server cannot pick one itself)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url, proc, timeout, label, log_path):
+    """Polls GET /health until it answers {"status": "ok"}; raises if the
+    process exits first or the time runs out (llama-server answers 503
+    while it loads the model)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{label}: exited with {proc.returncode}; see {log_path}")
+        try:
+            if http_json(url + "/health", timeout=5).get("status") == "ok":
+                return
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+            pass
+        time.sleep(0.25)
+    raise RuntimeError(f"{label}: not ready after {timeout} s; see {log_path}")
+
+
+def start_llama_server(binary, model, args, label, timeout=120):
+    """Starts llama-server on a free loopback port with these arguments after
+    `-m MODEL`; returns (process, url, command, log path) once it is ready.
+    Its output goes to a log file, kept for when something goes wrong."""
+    port = free_port()
+    cmd = [binary, "-m", model, *args, "--host", "127.0.0.1", "--port", str(port)]
+    log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+    print(f"starting {label}: {' '.join(cmd)} (log {log.name})", file=sys.stderr)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc, timeout, label, log.name)
+    except RuntimeError:
+        stop_llama_server(proc)
+        raise
+    return proc, url, cmd, log.name
+
+
+def stop_llama_server(proc):
+    """SIGINT (llama-server's clean stop), then SIGKILL after 10 s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
