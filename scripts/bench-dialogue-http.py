@@ -452,7 +452,7 @@ def session_counts(text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--clmcache-bin", required=True, help="the clmcache executable")
+    ap.add_argument("--clmcache-bin", help="the clmcache executable (required but with --table-from)")
     ap.add_argument("--llama-server-bin", help="llama.cpp's llama-server (without it, clmcache alone)")
     ap.add_argument("--model", help="GGUF file both servers load")
     ap.add_argument("--sessions", type=session_counts, default=[1, 8, 32, 64], help="comma list of N")
@@ -481,13 +481,15 @@ def main():
     args.llama_server_args = args.llama_server_args.split()
     if args.rounds < 1 or args.system_tokens < 2 or args.turns < 1 or args.user_tokens < 1 or args.reply_tokens < 1:
         ap.error("--rounds, --turns, --user-tokens and --reply-tokens must be positive, --system-tokens at least 2")
-    if args.self_test:
-        return self_test(args)
     if args.table_from:
         with open(args.table_from) as f:
             earlier = json.load(f)
         print(markdown(earlier["rows"], earlier["prefill32_tokens_per_s"], earlier["rounds"]))
         return 0
+    if not args.clmcache_bin:
+        ap.error("--clmcache-bin is required")
+    if args.self_test:
+        return self_test(args)
     if not args.model:
         ap.error("--model is required (or --self-test)")
     for path in (args.clmcache_bin, args.llama_server_bin, args.model):
