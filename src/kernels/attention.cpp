@@ -12,8 +12,7 @@
 
 namespace clm {
 
-static_assert(kAttnGroupRows == kAttnMaxRows);
-static_assert(kMaxGroupQueries <= kAttnMaxQueries);
+static_assert(kMaxCascadeQueries <= kAttnMaxQueries);
 
 namespace {
 
@@ -160,7 +159,6 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
 
   float* scores = scratch;        // [nq][max_slots]: scores, then probabilities
   float* qs = scratch + nq * ns;  // [nq][head_dim]: the queries, contiguous
-  float* v_rows = qs + nq * hd;   // [kAttnGroupRows][head_dim]: V rows as f32
 
   // end[i]: one past the last slot query i sees; it attends over [0, end[i]).
   // A longer range would only add masked slots, which change nothing.
@@ -186,18 +184,14 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     return false;
   };
 
-  // Scores. A shared K chunk is read from memory once for every query (the
-  // kernel takes kAttnMaxQueries at a time; the later calls find the chunk in
-  // L1); a score is the same whichever rows and queries share its call.
+  // Scores. A shared K chunk is scored for every query in one call, which
+  // reads it from memory and converts it once for all of them; a score is the
+  // same whichever rows and queries share its call.
   const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < shared_end;) {
     const int n = hv.chunk(s, shared_end);
     if (chunk_seen(s, n))
-      for (int q0 = 0; q0 < n_queries; q0 += kAttnMaxQueries) {
-        const std::size_t at = static_cast<std::size_t>(q0);
-        score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs + at * hd, hd, std::min(kAttnMaxQueries, n_queries - q0),
-                 hd, scale, scores + at * ns + s, ns);
-      }
+      score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
   }
   for (std::size_t i = 0; i < nq; ++i) {
@@ -208,33 +202,29 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
       s += n;
     }
   }
-  // Mask, softmax and statistics, query by query.
+  // Mask, softmax and statistics, query by query. Shared slots past a
+  // query's end get probability 0, which p.V skips: so every query can take
+  // every shared row below, and visits exactly its own slots.
   for (std::size_t i = 0; i < nq; ++i) {
+    float* si = scores + i * ns;
+    if (end[i] < shared_end) std::fill(si + end[i], si + shared_end, 0.0f);
     if (end[i] == 0) continue;
     const CascadeQuery& cq = queries[i];
-    float* si = scores + i * ns;
     mask_scores(si, cq.slot_positions, end[i], cq.pos);
     softmax(a, si, end[i], hv.f16);
     // Masked slots hold probability +0 here, so adding them changes nothing.
     if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);
   }
 
-  // p.V. Each shared V row is converted once (exactly) for all queries; the
-  // f32 p.v on the converted rows is bitwise the f16 one on the stored rows.
-  // Each query then runs on over its own rows, in slot order.
+  // p.V. Each shared block's V rows are read for all queries in one call,
+  // which converts each V vector once per register tile of queries. Each
+  // query then runs on over its own rows, in slot order.
+  float* outs[kMaxCascadeQueries];
+  for (std::size_t i = 0; i < nq; ++i) outs[i] = queries[i].out + static_cast<std::size_t>(head) * hd;
+  const auto pv_queries = hv.f16 ? a.pv_queries_f16 : a.pv_queries_f32;
   for (int s = 0; s < shared_end;) {
-    const int n = hv.chunk(s, shared_end);
-    if (chunk_seen(s, n)) {
-      const std::byte* vr = hv.slot_row(s) + hv.v_off;
-      if (hv.f16) {
-        vk.f16_to_f32_row(vr, v_rows, static_cast<std::size_t>(n) * hd);
-        vr = reinterpret_cast<const std::byte*>(v_rows);
-      }
-      for (std::size_t i = 0; i < nq; ++i)
-        if (s < end[i])
-          a.pv_f32(scores + i * ns + s, vr, hd * sizeof(float), std::min(n, end[i] - s), hd,
-                   queries[i].out + static_cast<std::size_t>(head) * hd);
-    }
+    const int n = std::min(hv.bs - s % hv.bs, shared_end - s);
+    if (chunk_seen(s, n)) pv_queries(scores + s, ns, n_queries, hv.slot_row(s) + hv.v_off, hv.row, n, hd, outs);
     s += n;
   }
   const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;

@@ -39,13 +39,9 @@ inline constexpr int kMaxGroupQueries = 8;
 // Most queries one cascade takes: the decode rows of up to this many
 // sequences read their shared K/V rows (and convert shared V from f16) once.
 inline constexpr int kMaxCascadeQueries = 32;
-// V rows attend_paged_head_group converts to f32 at a time.
-inline constexpr int kAttnGroupRows = 16;
-
 // Floats of scratch attend_paged_head_group needs.
 inline std::size_t attend_group_scratch_floats(int n_queries, int n_slots, int head_dim) {
-  return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim) +
-         kAttnGroupRows * static_cast<std::size_t>(head_dim);
+  return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim);
 }
 
 // attend_paged_head for n_queries (1..kMaxGroupQueries) queries of one
