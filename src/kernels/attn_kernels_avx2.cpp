@@ -211,7 +211,11 @@ void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, st
 // True when every p[r], r < n, is nonzero: such a query's pv visits every
 // row, so it can share a register tile with others without any skipping.
 inline bool all_nonzero(const float* p, int n) {
-  for (int r = 0; r < n; ++r)
+  const __m256 zero = _mm256_setzero_ps();
+  int r = 0;
+  for (; r + static_cast<int>(kHalf) <= n; r += static_cast<int>(kHalf))
+    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + r), zero, _CMP_EQ_OQ)) != 0) return false;
+  for (; r < n; ++r)
     if (p[r] == 0.0f) return false;
   return true;
 }

@@ -382,9 +382,12 @@ void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, st
 // True when every p[r], r < n, is nonzero: such a query's pv visits every
 // row, so it can share a register tile with others without any skipping.
 inline bool all_nonzero(const float* p, int n) {
-  for (int r = 0; r < n; ++r)
-    if (p[r] == 0.0f) return false;
-  return true;
+  const __m512 zero = _mm512_setzero_ps();
+  int r = 0;
+  for (; r + static_cast<int>(kLanes) <= n; r += static_cast<int>(kLanes))
+    if (_mm512_cmp_ps_mask(_mm512_loadu_ps(p + r), zero, _CMP_EQ_OQ) != 0) return false;
+  const __mmask16 m = tail_mask(static_cast<std::size_t>(n - r));
+  return _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, p + r), zero, _CMP_EQ_OQ) == 0;
 }
 
 // NQ queries' W output vectors stay in registers over all rows; each V vector
