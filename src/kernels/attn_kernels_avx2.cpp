@@ -152,15 +152,8 @@ void scale_row(float* x, std::size_t n, float inv, bool round) {
   }
 }
 
-// One score: lanes 0-7 and 8-15 accumulated apart, then the halving.
-template <class Load>
-float score_lanes(const std::byte* kr, const float* q, std::size_t whole) {
-  constexpr std::size_t kB = Load::kBytes;
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    lo = _mm256_fmadd_ps(Load::vec(kr + j * kB), _mm256_loadu_ps(q + j), lo);
-    hi = _mm256_fmadd_ps(Load::vec(kr + (j + kHalf) * kB), _mm256_loadu_ps(q + j + kHalf), hi);
-  }
+// Lanes 0-7 and 8-15 of one score to its sum, by the reference's halving.
+inline float fold_lanes(__m256 lo, __m256 hi) {
   const __m256 b = _mm256_add_ps(lo, hi);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -168,18 +161,45 @@ float score_lanes(const std::byte* kr, const float* q, std::size_t whole) {
   return _mm_cvtss_f32(s);
 }
 
+// NQ queries against one row: lanes 0-7 and 8-15 of each accumulated apart,
+// each K vector loaded (and converted) once for all NQ, then the halving.
+template <int NQ, class Load>
+void score_row_nq(const std::byte* kr, const float* q, std::size_t q_stride, std::size_t hd, float scale, float* out,
+                  std::size_t out_stride) {
+  constexpr std::size_t kB = Load::kBytes;
+  const std::size_t whole = hd / kLanes * kLanes;
+  __m256 lo[NQ], hi[NQ];
+  for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+  for (std::size_t j = 0; j < whole; j += kLanes) {
+    const __m256 klo = Load::vec(kr + j * kB), khi = Load::vec(kr + (j + kHalf) * kB);
+    for (int i = 0; i < NQ; ++i) {
+      const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+      lo[i] = _mm256_fmadd_ps(klo, _mm256_loadu_ps(qi + j), lo[i]);
+      hi[i] = _mm256_fmadd_ps(khi, _mm256_loadu_ps(qi + j + kHalf), hi[i]);
+    }
+  }
+  for (int i = 0; i < NQ; ++i) {
+    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+    float s = fold_lanes(lo[i], hi[i]);
+    for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
+    out[static_cast<std::size_t>(i) * out_stride] = s * scale;
+  }
+}
+
 template <class Load>
 void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
             std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  const std::size_t whole = hd / kLanes * kLanes;
+  constexpr int kTile = 4;  // 8 accumulators and 2 K vectors of 16 registers
   for (int r = 0; r < n_rows; ++r) {
     const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
-    for (int i = 0; i < n_q; ++i) {
-      const float* qi = q + static_cast<std::size_t>(i) * q_stride;
-      float s = score_lanes<Load>(kr, qi, whole);
-      for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
-      out[static_cast<std::size_t>(i) * out_stride + static_cast<std::size_t>(r)] = s * scale;
-    }
+    float* o = out + static_cast<std::size_t>(r);
+    int i = 0;
+    for (; i + kTile <= n_q; i += kTile)
+      score_row_nq<kTile, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
+                                o + static_cast<std::size_t>(i) * out_stride, out_stride);
+    for (; i < n_q; ++i)
+      score_row_nq<1, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
+                            o + static_cast<std::size_t>(i) * out_stride, out_stride);
   }
 }
 
