@@ -54,6 +54,16 @@ struct HeadView {
   int chunk(int s, int end) const { return std::min({kAttnMaxRows, bs - s % bs, end - s}); }
 };
 
+// Asks for the n_rows rows at `rows` (row_bytes each, consecutive) to be
+// brought into cache while the current chunk is worked on: a cascade spends
+// long enough on each shared chunk (every query's products) for the next
+// one to arrive, and chunks of different blocks lie apart in memory, where
+// the hardware's stream detection does not follow.
+void prefetch_rows(const std::byte* rows, int n_rows, std::size_t row_bytes) {
+  const std::size_t bytes = static_cast<std::size_t>(n_rows) * row_bytes;
+  for (std::size_t at = 0; at < bytes; at += 64) __builtin_prefetch(rows + at);
+}
+
 // Scores (masked ones -inf) to probabilities in place; the same calls for a
 // query whichever kernel it goes through. Slots past `end` would all be -inf,
 // which adds exactly nothing to max or sum, so a longer `end` gives the same
@@ -190,6 +200,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
   const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < shared_end;) {
     const int n = hv.chunk(s, shared_end);
+    if (s + n < shared_end) prefetch_rows(hv.slot_row(s + n) + hv.k_off, hv.chunk(s + n, shared_end), hv.row);
     if (chunk_seen(s, n))
       score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
@@ -224,6 +235,8 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
   const auto pv_queries = hv.f16 ? a.pv_queries_f16 : a.pv_queries_f32;
   for (int s = 0; s < shared_end;) {
     const int n = std::min(hv.bs - s % hv.bs, shared_end - s);
+    if (s + n < shared_end)
+      prefetch_rows(hv.slot_row(s + n) + hv.v_off, std::min(hv.bs, shared_end - s - n), hv.row);
     if (chunk_seen(s, n)) pv_queries(scores + s, ns, n_queries, hv.slot_row(s) + hv.v_off, hv.row, n, hd, outs);
     s += n;
   }

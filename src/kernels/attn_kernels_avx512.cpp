@@ -315,7 +315,9 @@ void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, st
 template <class Load>
 void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
                        int n_q, std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  alignas(64) float kt[kMaxTransposedHd * kLanes];
+  // Per thread rather than on the stack: a 16 KB frame would hide the
+  // callers from profilers that copy a few KB of stack per sample.
+  alignas(64) static thread_local float kt[kMaxTransposedHd * kLanes];
   transpose_rows<Load>(k, k_stride, n_rows, hd, kt);
   constexpr int kTile = 4;
   const float* qs[kTile];
