@@ -92,6 +92,19 @@ void mask_scores(float* scores, const int32_t* slot_positions, int end, int32_t 
   }
 }
 
+// The latest position among slots [0, end), or INT32_MAX when one of them is
+// empty (-1): a query at or past the result sees every one of those slots.
+// Branch-free, so the compiler vectorises it.
+int32_t all_seen_from(const int32_t* slot_positions, int end) {
+  int32_t latest = -1;
+  bool empty = false;
+  for (int s = 0; s < end; ++s) {
+    latest = std::max(latest, slot_positions[s]);
+    empty |= slot_positions[s] == -1;
+  }
+  return empty ? std::numeric_limits<int32_t>::max() : latest;
+}
+
 // Eviction statistics: each slot's probability added to its running mass.
 // Plain element-wise adds, which the compiler vectorises on any path.
 void add_row(const float* p, int n, float* mass) {
@@ -187,6 +200,9 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     shared_end = std::max(shared_end, std::min(end[i], shared_slots));
   }
   const int32_t* shared_positions = queries[0].slot_positions;
+  // Decode rows see the whole shared prefix: masking it, query after query,
+  // would leave every score as it is, so it is skipped for them.
+  const int32_t shared_seen_from = all_seen_from(shared_positions, shared_end);
   auto chunk_seen = [&](int s, int n) {
     for (std::size_t i = 0; i < nq; ++i)
       for (int t = s; t < std::min(s + n, end[i]); ++t)
@@ -221,7 +237,8 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     if (end[i] < shared_end) std::fill(si + end[i], si + shared_end, 0.0f);
     if (end[i] == 0) continue;
     const CascadeQuery& cq = queries[i];
-    mask_scores(si, cq.slot_positions, end[i], cq.pos);
+    const int unmasked = cq.pos >= shared_seen_from ? std::min(shared_end, end[i]) : 0;
+    mask_scores(si + unmasked, cq.slot_positions + unmasked, end[i] - unmasked, cq.pos);
     softmax(a, si, end[i], hv.f16);
     // Masked slots hold probability +0 here, so adding them changes nothing.
     if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);
