@@ -354,6 +354,63 @@ void BM_WarmQueryAttentionF16(benchmark::State& state) {
 }
 BENCHMARK(BM_WarmQueryAttentionF16)->Args({17, 871})->Unit(benchmark::kMicrosecond);
 
+// Decode steps of range(0) conversations over one shared system prompt: a
+// cascade of their queries over range(1) shared positions, then each over its
+// own last block (24 positions), 12 heads of 64, f16, on path range(2).
+void BM_CascadeDecodeAttentionF16(benchmark::State& state) {
+  const int n_q = static_cast<int>(state.range(0));
+  const int n_shared = static_cast<int>(state.range(1));
+  const auto path = static_cast<KernelPath>(state.range(2));
+  if (!kernel_path_supported(path)) {
+    state.SkipWithError("kernel path not supported on this CPU");
+    return;
+  }
+  set_kernel_path(path);
+  constexpr int kHeads = 12, kHd = 64, kOwn = 24;
+  KvGeometry g{1, kHeads, kHd, 32, KvType::F16};
+  const int shared_blocks = n_shared / g.block_size;  // whole blocks: a prefix is shared by the block
+  const int n_shared_slots = shared_blocks * g.block_size;
+  const int n_slots = n_shared_slots + kOwn;
+  const int n_blocks = shared_blocks + n_q;
+  std::vector<std::byte> arena(g.block_bytes() * static_cast<std::size_t>(n_blocks));
+  auto block = [&](int b) { return arena.data() + g.block_bytes() * static_cast<std::size_t>(b); };
+  constexpr std::size_t kRow = kHeads * kHd;
+  for (int b = 0; b < n_blocks; ++b)
+    for (int r = 0; r < g.block_size; ++r) {
+      const auto kv = random_floats(kRow, 500 + static_cast<uint32_t>(b * g.block_size + r));
+      write_kv(kv.data(), kv.data(), g, 0, block(b), r);
+    }
+  std::vector<std::vector<std::byte*>> tables(static_cast<std::size_t>(n_q));
+  std::vector<int32_t> positions(static_cast<std::size_t>(n_slots));
+  for (int s = 0; s < n_slots; ++s) positions[static_cast<std::size_t>(s)] = s;
+  const auto q = random_floats(static_cast<std::size_t>(n_q) * kRow, 9);
+  std::vector<float> out(q.size());
+  std::vector<CascadeQuery> queries;
+  for (int i = 0; i < n_q; ++i) {
+    auto& t = tables[static_cast<std::size_t>(i)];
+    for (int b = 0; b < shared_blocks; ++b) t.push_back(block(b));
+    t.push_back(block(shared_blocks + i));
+    const std::size_t at = static_cast<std::size_t>(i) * kRow;
+    queries.push_back({q.data() + at, out.data() + at, t.data(), positions.data(), n_slots, n_slots - 1});
+  }
+  std::vector<float> scratch(attend_group_scratch_floats(n_q, n_slots, kHd));
+  for (auto _ : state) {
+    for (int h = 0; h < kHeads; ++h)
+      attend_paged_head_cascade(queries.data(), n_q, n_shared_slots, kHeads, h, g, 0, 0.125f, scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["query-positions/s"] = benchmark::Counter(static_cast<double>(n_q) * n_slots * kHeads,
+                                                           benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(kernel_path_name(path)));
+  set_kernel_path(best_kernel_path());
+}
+BENCHMARK(BM_CascadeDecodeAttentionF16)
+    ->Args({32, 1000, static_cast<int64_t>(KernelPath::Scalar)})
+    ->Args({32, 1000, static_cast<int64_t>(KernelPath::Avx2)})
+    ->Args({32, 1000, static_cast<int64_t>(KernelPath::Avx512)})
+    ->Args({8, 1000, static_cast<int64_t>(KernelPath::Avx512)})
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace clm
 

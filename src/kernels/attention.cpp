@@ -12,8 +12,7 @@
 
 namespace clm {
 
-static_assert(kAttnGroupRows == kAttnMaxRows);
-static_assert(kMaxGroupQueries <= kAttnMaxQueries);
+static_assert(kMaxCascadeQueries <= kAttnMaxQueries);
 
 namespace {
 
@@ -55,6 +54,16 @@ struct HeadView {
   int chunk(int s, int end) const { return std::min({kAttnMaxRows, bs - s % bs, end - s}); }
 };
 
+// Asks for the n_rows rows at `rows` (row_bytes each, consecutive) to be
+// brought into cache while the current chunk is worked on: a cascade spends
+// long enough on each shared chunk (every query's products) for the next
+// one to arrive, and chunks of different blocks lie apart in memory, where
+// the hardware's stream detection does not follow.
+void prefetch_rows(const std::byte* rows, int n_rows, std::size_t row_bytes) {
+  const std::size_t bytes = static_cast<std::size_t>(n_rows) * row_bytes;
+  for (std::size_t at = 0; at < bytes; at += 64) __builtin_prefetch(rows + at);
+}
+
 // Scores (masked ones -inf) to probabilities in place; the same calls for a
 // query whichever kernel it goes through. Slots past `end` would all be -inf,
 // which adds exactly nothing to max or sum, so a longer `end` gives the same
@@ -81,6 +90,19 @@ void mask_scores(float* scores, const int32_t* slot_positions, int end, int32_t 
     const int32_t p = slot_positions[s];
     scores[s] = (p == -1) | (p > query_pos) ? kNegInf : scores[s];
   }
+}
+
+// The latest position among slots [0, end), or INT32_MAX when one of them is
+// empty (-1): a query at or past the result sees every one of those slots.
+// Branch-free, so the compiler vectorises it.
+int32_t all_seen_from(const int32_t* slot_positions, int end) {
+  int32_t latest = -1;
+  bool empty = false;
+  for (int s = 0; s < end; ++s) {
+    latest = std::max(latest, slot_positions[s]);
+    empty |= slot_positions[s] == -1;
+  }
+  return empty ? std::numeric_limits<int32_t>::max() : latest;
 }
 
 // Eviction statistics: each slot's probability added to its running mass.
@@ -160,7 +182,6 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
 
   float* scores = scratch;        // [nq][max_slots]: scores, then probabilities
   float* qs = scratch + nq * ns;  // [nq][head_dim]: the queries, contiguous
-  float* v_rows = qs + nq * hd;   // [kAttnGroupRows][head_dim]: V rows as f32
 
   // end[i]: one past the last slot query i sees; it attends over [0, end[i]).
   // A longer range would only add masked slots, which change nothing.
@@ -179,6 +200,9 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     shared_end = std::max(shared_end, std::min(end[i], shared_slots));
   }
   const int32_t* shared_positions = queries[0].slot_positions;
+  // Decode rows see the whole shared prefix: masking it, query after query,
+  // would leave every score as it is, so it is skipped for them.
+  const int32_t shared_seen_from = all_seen_from(shared_positions, shared_end);
   auto chunk_seen = [&](int s, int n) {
     for (std::size_t i = 0; i < nq; ++i)
       for (int t = s; t < std::min(s + n, end[i]); ++t)
@@ -186,18 +210,15 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     return false;
   };
 
-  // Scores. A shared K chunk is read from memory once for every query (the
-  // kernel takes kAttnMaxQueries at a time; the later calls find the chunk in
-  // L1); a score is the same whichever rows and queries share its call.
+  // Scores. A shared K chunk is scored for every query in one call, which
+  // reads it from memory and converts it once for all of them; a score is the
+  // same whichever rows and queries share its call.
   const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < shared_end;) {
     const int n = hv.chunk(s, shared_end);
+    if (s + n < shared_end) prefetch_rows(hv.slot_row(s + n) + hv.k_off, hv.chunk(s + n, shared_end), hv.row);
     if (chunk_seen(s, n))
-      for (int q0 = 0; q0 < n_queries; q0 += kAttnMaxQueries) {
-        const std::size_t at = static_cast<std::size_t>(q0);
-        score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs + at * hd, hd, std::min(kAttnMaxQueries, n_queries - q0),
-                 hd, scale, scores + at * ns + s, ns);
-      }
+      score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
   }
   for (std::size_t i = 0; i < nq; ++i) {
@@ -208,33 +229,32 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
       s += n;
     }
   }
-  // Mask, softmax and statistics, query by query.
+  // Mask, softmax and statistics, query by query. Shared slots past a
+  // query's end get probability 0, which p.V skips: so every query can take
+  // every shared row below, and visits exactly its own slots.
   for (std::size_t i = 0; i < nq; ++i) {
+    float* si = scores + i * ns;
+    if (end[i] < shared_end) std::fill(si + end[i], si + shared_end, 0.0f);
     if (end[i] == 0) continue;
     const CascadeQuery& cq = queries[i];
-    float* si = scores + i * ns;
-    mask_scores(si, cq.slot_positions, end[i], cq.pos);
+    const int unmasked = cq.pos >= shared_seen_from ? std::min(shared_end, end[i]) : 0;
+    mask_scores(si + unmasked, cq.slot_positions + unmasked, end[i] - unmasked, cq.pos);
     softmax(a, si, end[i], hv.f16);
     // Masked slots hold probability +0 here, so adding them changes nothing.
     if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);
   }
 
-  // p.V. Each shared V row is converted once (exactly) for all queries; the
-  // f32 p.v on the converted rows is bitwise the f16 one on the stored rows.
-  // Each query then runs on over its own rows, in slot order.
+  // p.V. Each shared block's V rows are read for all queries in one call,
+  // which converts each V vector once per register tile of queries. Each
+  // query then runs on over its own rows, in slot order.
+  float* outs[kMaxCascadeQueries];
+  for (std::size_t i = 0; i < nq; ++i) outs[i] = queries[i].out + static_cast<std::size_t>(head) * hd;
+  const auto pv_queries = hv.f16 ? a.pv_queries_f16 : a.pv_queries_f32;
   for (int s = 0; s < shared_end;) {
-    const int n = hv.chunk(s, shared_end);
-    if (chunk_seen(s, n)) {
-      const std::byte* vr = hv.slot_row(s) + hv.v_off;
-      if (hv.f16) {
-        vk.f16_to_f32_row(vr, v_rows, static_cast<std::size_t>(n) * hd);
-        vr = reinterpret_cast<const std::byte*>(v_rows);
-      }
-      for (std::size_t i = 0; i < nq; ++i)
-        if (s < end[i])
-          a.pv_f32(scores + i * ns + s, vr, hd * sizeof(float), std::min(n, end[i] - s), hd,
-                   queries[i].out + static_cast<std::size_t>(head) * hd);
-    }
+    const int n = std::min(hv.bs - s % hv.bs, shared_end - s);
+    if (s + n < shared_end)
+      prefetch_rows(hv.slot_row(s + n) + hv.v_off, std::min(hv.bs, shared_end - s - n), hv.row);
+    if (chunk_seen(s, n)) pv_queries(scores + s, ns, n_queries, hv.slot_row(s) + hv.v_off, hv.row, n, hd, outs);
     s += n;
   }
   const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;

@@ -37,23 +37,20 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
 // Most queries attend_paged_head_group takes at once.
 inline constexpr int kMaxGroupQueries = 8;
 // Most queries one cascade takes: the decode rows of up to this many
-// sequences read their shared K/V rows (and convert shared V from f16) once.
+// sequences read their shared K/V rows from memory once (and convert them
+// from f16 once per register tile of queries).
 inline constexpr int kMaxCascadeQueries = 32;
-// V rows attend_paged_head_group converts to f32 at a time.
-inline constexpr int kAttnGroupRows = 16;
-
 // Floats of scratch attend_paged_head_group needs.
 inline std::size_t attend_group_scratch_floats(int n_queries, int n_slots, int head_dim) {
-  return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim) +
-         kAttnGroupRows * static_cast<std::size_t>(head_dim);
+  return static_cast<std::size_t>(n_queries) * static_cast<std::size_t>(n_slots + head_dim);
 }
 
 // attend_paged_head for n_queries (1..kMaxGroupQueries) queries of one
 // sequence at once: query i reads q + i * q_stride, writes out + i * out_stride
 // (each laid out as for attend_paged_head) and has position query_pos[i], in
-// any order. Each K/V row is read (and converted from f16) once for the whole
-// group instead of once per query, which is what prefill spends its attention
-// time on. Every query's output is bitwise what attend_paged_head gives for it
+// any order. Each K/V row is read once for the whole group (and converted
+// from f16 once per register tile of queries) instead of once per query,
+// which is what prefill spends its attention time on. Every query's output is bitwise what attend_paged_head gives for it
 // alone: the operations per query and their order are the same, so a token's
 // result does not depend on which tokens share its group.
 // scratch: attend_group_scratch_floats(n_queries, n_slots, g.head_dim) floats.

@@ -16,9 +16,11 @@
 
 namespace clm {
 
-// Most K rows / queries one scores call takes.
+// Most K rows / queries one scores call takes. 32 queries: a cascade's
+// decode rows score a shared K chunk in one call, so the chunk is loaded (and
+// converted from f16) once per register tile of queries rather than per query.
 inline constexpr int kAttnMaxRows = 16;
-inline constexpr int kAttnMaxQueries = 8;
+inline constexpr int kAttnMaxQueries = 32;
 
 struct AttnKernels {
   // y[i] = exp(x[i]) by attn_exp.h's algorithm. y may be x.
@@ -46,6 +48,14 @@ struct AttnKernels {
   // read, so masked slots may hold anything.
   void (*pv_f16)(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out);
   void (*pv_f32)(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out);
+  // pv for n_q queries over the same V rows: query i's probabilities at
+  // p + i * p_stride, its output at out[i]; each query's result is bitwise
+  // what pv gives for it alone (same fma chain per element). The SIMD paths
+  // convert a V vector once for a register tile of queries.
+  void (*pv_queries_f16)(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride,
+                         int n_rows, std::size_t hd, float* const* out);
+  void (*pv_queries_f32)(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride,
+                         int n_rows, std::size_t hd, float* const* out);
   // dst[i] = x[i] as f16, round to nearest even; what f32_to_f16 gives.
   void (*f32_to_f16_row)(const float* x, std::byte* dst, std::size_t n);
 };

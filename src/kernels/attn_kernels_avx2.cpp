@@ -152,15 +152,8 @@ void scale_row(float* x, std::size_t n, float inv, bool round) {
   }
 }
 
-// One score: lanes 0-7 and 8-15 accumulated apart, then the halving.
-template <class Load>
-float score_lanes(const std::byte* kr, const float* q, std::size_t whole) {
-  constexpr std::size_t kB = Load::kBytes;
-  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    lo = _mm256_fmadd_ps(Load::vec(kr + j * kB), _mm256_loadu_ps(q + j), lo);
-    hi = _mm256_fmadd_ps(Load::vec(kr + (j + kHalf) * kB), _mm256_loadu_ps(q + j + kHalf), hi);
-  }
+// Lanes 0-7 and 8-15 of one score to its sum, by the reference's halving.
+inline float fold_lanes(__m256 lo, __m256 hi) {
   const __m256 b = _mm256_add_ps(lo, hi);
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -168,18 +161,45 @@ float score_lanes(const std::byte* kr, const float* q, std::size_t whole) {
   return _mm_cvtss_f32(s);
 }
 
+// NQ queries against one row: lanes 0-7 and 8-15 of each accumulated apart,
+// each K vector loaded (and converted) once for all NQ, then the halving.
+template <int NQ, class Load>
+void score_row_nq(const std::byte* kr, const float* q, std::size_t q_stride, std::size_t hd, float scale, float* out,
+                  std::size_t out_stride) {
+  constexpr std::size_t kB = Load::kBytes;
+  const std::size_t whole = hd / kLanes * kLanes;
+  __m256 lo[NQ], hi[NQ];
+  for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
+  for (std::size_t j = 0; j < whole; j += kLanes) {
+    const __m256 klo = Load::vec(kr + j * kB), khi = Load::vec(kr + (j + kHalf) * kB);
+    for (int i = 0; i < NQ; ++i) {
+      const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+      lo[i] = _mm256_fmadd_ps(klo, _mm256_loadu_ps(qi + j), lo[i]);
+      hi[i] = _mm256_fmadd_ps(khi, _mm256_loadu_ps(qi + j + kHalf), hi[i]);
+    }
+  }
+  for (int i = 0; i < NQ; ++i) {
+    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
+    float s = fold_lanes(lo[i], hi[i]);
+    for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
+    out[static_cast<std::size_t>(i) * out_stride] = s * scale;
+  }
+}
+
 template <class Load>
 void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
             std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  const std::size_t whole = hd / kLanes * kLanes;
+  constexpr int kTile = 4;  // 8 accumulators and 2 K vectors of 16 registers
   for (int r = 0; r < n_rows; ++r) {
     const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
-    for (int i = 0; i < n_q; ++i) {
-      const float* qi = q + static_cast<std::size_t>(i) * q_stride;
-      float s = score_lanes<Load>(kr, qi, whole);
-      for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
-      out[static_cast<std::size_t>(i) * out_stride + static_cast<std::size_t>(r)] = s * scale;
-    }
+    float* o = out + static_cast<std::size_t>(r);
+    int i = 0;
+    for (; i + kTile <= n_q; i += kTile)
+      score_row_nq<kTile, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
+                                o + static_cast<std::size_t>(i) * out_stride, out_stride);
+    for (; i < n_q; ++i)
+      score_row_nq<1, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
+                            o + static_cast<std::size_t>(i) * out_stride, out_stride);
   }
 }
 
@@ -206,6 +226,75 @@ void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, st
   for (; d < hd; ++d)
     for (int r = 0; r < n_rows; ++r)
       if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
+}
+
+// True when every p[r], r < n, is nonzero: such a query's pv visits every
+// row, so it can share a register tile with others without any skipping.
+inline bool all_nonzero(const float* p, int n) {
+  const __m256 zero = _mm256_setzero_ps();
+  int r = 0;
+  for (; r + static_cast<int>(kHalf) <= n; r += static_cast<int>(kHalf))
+    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + r), zero, _CMP_EQ_OQ)) != 0) return false;
+  for (; r < n; ++r)
+    if (p[r] == 0.0f) return false;
+  return true;
+}
+
+// NQ queries' W output vectors stay in registers over all rows; each V vector
+// is loaded and converted once for the tile. Every element gets its own
+// query's fma chain, row by row, as in pv.
+template <int NQ, int W, class Load>
+void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, float* const* out,
+             std::size_t d) {
+  __m256 acc[NQ][W];
+  for (int i = 0; i < NQ; ++i)
+    for (int j = 0; j < W; ++j) acc[i][j] = _mm256_loadu_ps(out[i] + d + j * kHalf);
+  for (int r = 0; r < n_rows; ++r) {
+    __m256 pr[NQ];
+    for (int i = 0; i < NQ; ++i) pr[i] = _mm256_set1_ps(p[i][r]);
+    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
+    for (int j = 0; j < W; ++j) {
+      const __m256 vv = Load::vec(vr + j * kHalf * Load::kBytes);
+      for (int i = 0; i < NQ; ++i) acc[i][j] = _mm256_fmadd_ps(pr[i], vv, acc[i][j]);
+    }
+  }
+  for (int i = 0; i < NQ; ++i)
+    for (int j = 0; j < W; ++j) _mm256_storeu_ps(out[i] + d + j * kHalf, acc[i][j]);
+}
+
+template <int NQ, class Load>
+void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
+              float* const* out) {
+  std::size_t d = 0;
+  for (; d + 4 * kHalf <= hd; d += 4 * kHalf) pv_tile<NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
+  for (; d + kHalf <= hd; d += kHalf) pv_tile<NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
+  for (; d < hd; ++d)
+    for (int i = 0; i < NQ; ++i)
+      for (int r = 0; r < n_rows; ++r)
+        out[i][d] = std::fma(p[i][r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[i][d]);
+}
+
+template <class Load>
+void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
+                std::size_t hd, float* const* out) {
+  constexpr int kTile = 2;  // 8 accumulators, 2 broadcasts and a V vector of 16 registers
+  const float* tp[kTile];
+  float* to[kTile];
+  int n = 0;
+  for (int i = 0; i < n_q; ++i) {
+    const float* pi = p + static_cast<std::size_t>(i) * p_stride;
+    if (!all_nonzero(pi, n_rows)) {  // skips rows: alone, through pv
+      pv<Load>(pi, v, v_stride, n_rows, hd, out[i]);
+      continue;
+    }
+    tp[n] = pi;
+    to[n++] = out[i];
+    if (n == kTile) {
+      pv_dense<kTile, Load>(tp, v, v_stride, n_rows, hd, to);
+      n = 0;
+    }
+  }
+  if (n == 1) pv_dense<1, Load>(tp, v, v_stride, n_rows, hd, to);
 }
 
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
@@ -235,6 +324,8 @@ const AttnKernels& avx2_attn_kernels() {
                                  .scores_f32 = scores<LoadF32>,
                                  .pv_f16 = pv<LoadF16>,
                                  .pv_f32 = pv<LoadF32>,
+                                 .pv_queries_f16 = pv_queries<LoadF16>,
+                                 .pv_queries_f32 = pv_queries<LoadF32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -201,9 +201,148 @@ void scores_nq(const std::byte* k, std::size_t k_stride, int n_rows, const float
   }
 }
 
+// Many queries against one chunk of rows, with rows in lanes: the chunk is
+// converted and transposed once (kt[d] holds element d of every row), then
+// each query's reference lane a_l becomes a vector A_l over the rows, built by
+// the same fma chain (k[16j+l] * q[16j+l] added in order of j), and the
+// reference's halving becomes whole-vector adds. So each score sees exactly
+// the reference's operations, while the per-query work loses the horizontal
+// fold (about 46 shuffles and adds per query and 16 rows) and the K
+// conversion, which a register tile of queries shares.
+constexpr std::size_t kMaxTransposedHd = 256;
+// Below this many queries the transpose costs more than the folds it saves.
+constexpr int kMinTransposedQueries = 4;
+
+inline void transpose16x16(__m512* r) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);      // per 128 bits: a0 b0 a1 b1
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);  // a2 b2 a3 b3
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d t0 = _mm512_castps_pd(t[4 * i]), t1 = _mm512_castps_pd(t[4 * i + 1]);
+    const __m512d t2 = _mm512_castps_pd(t[4 * i + 2]), t3 = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));      // a0 b0 c0 d0
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));  // a1 b1 c1 d1
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));  // a2 b2 c2 d2
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));  // a3 b3 c3 d3
+  }
+  // r[4g + j], 128-bit part L: rows 4g..4g+3 of element 4L + j. Gather the
+  // parts L of g = 0..3 into element 4L + j's vector.
+  __m512 o[16];
+  for (int j = 0; j < 4; ++j) {
+    const __m512 u0 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);   // g0.L0 g0.L2 g1.L0 g1.L2
+    const __m512 u1 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);   // g0.L1 g0.L3 g1.L1 g1.L3
+    const __m512 u2 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
+    const __m512 u3 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    o[j] = _mm512_shuffle_f32x4(u0, u2, 0x88);
+    o[8 + j] = _mm512_shuffle_f32x4(u0, u2, 0xDD);
+    o[4 + j] = _mm512_shuffle_f32x4(u1, u3, 0x88);
+    o[12 + j] = _mm512_shuffle_f32x4(u1, u3, 0xDD);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = o[i];
+}
+
+// kt[d * 16 + r] = element d of row r as f32; rows past n_rows are 0 (and
+// not read).
+template <class Load>
+void transpose_rows(const std::byte* k, std::size_t k_stride, int n_rows, std::size_t hd, float* kt) {
+  constexpr std::size_t kB = Load::kBytes;
+  const std::size_t whole = hd / kLanes * kLanes;
+  for (std::size_t d = 0; d < whole; d += kLanes) {
+    __m512 r[kLanes];
+    for (int i = 0; i < static_cast<int>(kLanes); ++i)
+      r[i] = i < n_rows ? Load::vec(k + static_cast<std::size_t>(i) * k_stride + d * kB) : _mm512_setzero_ps();
+    transpose16x16(r);
+    for (std::size_t l = 0; l < kLanes; ++l) _mm512_store_ps(kt + (d + l) * kLanes, r[l]);
+  }
+  for (std::size_t t = whole; t < hd; ++t)
+    for (int i = 0; i < static_cast<int>(kLanes); ++i)
+      kt[t * kLanes + static_cast<std::size_t>(i)] =
+          i < n_rows ? Load::one(k + static_cast<std::size_t>(i) * k_stride, t) : 0.0f;
+}
+
+// The fma chain of lane l for NQ queries: A_l over all rows.
+template <int NQ>
+inline void lane_chain(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* a) {
+  for (int i = 0; i < NQ; ++i) a[i] = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < whole; j += kLanes) {
+    const __m512 kv = _mm512_load_ps(kt + (j + l) * kLanes);
+    for (int i = 0; i < NQ; ++i) a[i] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[i][j + l]), a[i]);
+  }
+}
+
+// B_l = A_l + A_{l+8}: the halving's first step, for NQ queries.
+template <int NQ>
+inline void lane_pair(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* b) {
+  __m512 hi[NQ];
+  lane_chain<NQ>(kt, q, l, whole, b);
+  lane_chain<NQ>(kt, q, l + 8, whole, hi);
+  for (int i = 0; i < NQ; ++i) b[i] = _mm512_add_ps(b[i], hi[i]);
+}
+
+// D_m = (B_m + B_{m+4}) + (B_{m+2} + B_{m+6}) for m = 0, 1: the second and
+// third steps, in the tree order that keeps few vectors live.
+template <int NQ>
+inline void lane_quad(const float* kt, const float* const* q, std::size_t m, std::size_t whole, __m512* d) {
+  __m512 b0[NQ], b4[NQ];
+  lane_pair<NQ>(kt, q, m, whole, b0);
+  lane_pair<NQ>(kt, q, m + 4, whole, b4);
+  for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(b0[i], b4[i]);  // C_m
+  lane_pair<NQ>(kt, q, m + 2, whole, b0);
+  lane_pair<NQ>(kt, q, m + 6, whole, b4);
+  for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(d[i], _mm512_add_ps(b0[i], b4[i]));  // C_m + C_{m+2}
+}
+
+template <int NQ>
+void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, std::size_t hd, float scale, float* out,
+                          std::size_t out_stride) {
+  const std::size_t whole = hd / kLanes * kLanes;
+  __m512 s[NQ], d1[NQ];
+  lane_quad<NQ>(kt, q, 0, whole, s);
+  lane_quad<NQ>(kt, q, 1, whole, d1);
+  for (int i = 0; i < NQ; ++i) s[i] = _mm512_add_ps(s[i], d1[i]);  // D_0 + D_1
+  for (std::size_t t = whole; t < hd; ++t) {
+    const __m512 kv = _mm512_load_ps(kt + t * kLanes);
+    for (int i = 0; i < NQ; ++i) s[i] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[i][t]), s[i]);
+  }
+  const __mmask16 rows = tail_mask(static_cast<std::size_t>(n_rows));
+  for (int i = 0; i < NQ; ++i)
+    _mm512_mask_storeu_ps(out + static_cast<std::size_t>(i) * out_stride, rows,
+                          _mm512_mul_ps(s[i], _mm512_set1_ps(scale)));
+}
+
+template <class Load>
+void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
+                       int n_q, std::size_t hd, float scale, float* out, std::size_t out_stride) {
+  // Per thread rather than on the stack: a 16 KB frame would hide the
+  // callers from profilers that copy a few KB of stack per sample.
+  alignas(64) static thread_local float kt[kMaxTransposedHd * kLanes];
+  transpose_rows<Load>(k, k_stride, n_rows, hd, kt);
+  constexpr int kTile = 4;
+  const float* qs[kTile];
+  int i = 0;
+  for (; i + kTile <= n_q; i += kTile) {
+    for (int t = 0; t < kTile; ++t) qs[t] = q + static_cast<std::size_t>(i + t) * q_stride;
+    scores_transposed_nq<kTile>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
+  }
+  for (; i < n_q; ++i) {
+    qs[0] = q + static_cast<std::size_t>(i) * q_stride;
+    scores_transposed_nq<1>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
+  }
+}
+
 template <class Load>
 void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
             std::size_t hd, float scale, float* out, std::size_t out_stride) {
+  if (n_q >= kMinTransposedQueries && hd <= kMaxTransposedHd)
+    return scores_transposed<Load>(k, k_stride, n_rows, q, q_stride, n_q, hd, scale, out, out_stride);
+  constexpr int kTile = 8;
+  for (; n_q > kTile; n_q -= kTile) {
+    scores_nq<kTile, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
+    q += kTile * q_stride;
+    out += kTile * out_stride;
+  }
   switch (n_q) {
     case 1: return scores_nq<1, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
     case 2: return scores_nq<2, Load>(k, k_stride, n_rows, q, q_stride, hd, scale, out, out_stride);
@@ -242,6 +381,79 @@ void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, st
       if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
 }
 
+// True when every p[r], r < n, is nonzero: such a query's pv visits every
+// row, so it can share a register tile with others without any skipping.
+inline bool all_nonzero(const float* p, int n) {
+  const __m512 zero = _mm512_setzero_ps();
+  int r = 0;
+  for (; r + static_cast<int>(kLanes) <= n; r += static_cast<int>(kLanes))
+    if (_mm512_cmp_ps_mask(_mm512_loadu_ps(p + r), zero, _CMP_EQ_OQ) != 0) return false;
+  const __mmask16 m = tail_mask(static_cast<std::size_t>(n - r));
+  return _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, p + r), zero, _CMP_EQ_OQ) == 0;
+}
+
+// NQ queries' W output vectors stay in registers over all rows; each V vector
+// is loaded and converted once for the tile. Every element gets its own
+// query's fma chain, row by row, as in pv.
+template <int NQ, int W, class Load>
+void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, float* const* out,
+             std::size_t d) {
+  __m512 acc[NQ][W];
+  for (int i = 0; i < NQ; ++i)
+    for (int j = 0; j < W; ++j) acc[i][j] = _mm512_loadu_ps(out[i] + d + j * kLanes);
+  for (int r = 0; r < n_rows; ++r) {
+    __m512 pr[NQ];
+    for (int i = 0; i < NQ; ++i) pr[i] = _mm512_set1_ps(p[i][r]);
+    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
+    for (int j = 0; j < W; ++j) {
+      const __m512 vv = Load::vec(vr + j * kLanes * Load::kBytes);
+      for (int i = 0; i < NQ; ++i) acc[i][j] = _mm512_fmadd_ps(pr[i], vv, acc[i][j]);
+    }
+  }
+  for (int i = 0; i < NQ; ++i)
+    for (int j = 0; j < W; ++j) _mm512_storeu_ps(out[i] + d + j * kLanes, acc[i][j]);
+}
+
+template <int NQ, class Load>
+void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
+              float* const* out) {
+  std::size_t d = 0;
+  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_tile<NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
+  for (; d + kLanes <= hd; d += kLanes) pv_tile<NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
+  for (; d < hd; ++d)
+    for (int i = 0; i < NQ; ++i)
+      for (int r = 0; r < n_rows; ++r)
+        out[i][d] = std::fma(p[i][r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[i][d]);
+}
+
+template <class Load>
+void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
+                std::size_t hd, float* const* out) {
+  constexpr int kTile = 4;
+  const float* tp[kTile];
+  float* to[kTile];
+  int n = 0;
+  for (int i = 0; i < n_q; ++i) {
+    const float* pi = p + static_cast<std::size_t>(i) * p_stride;
+    if (!all_nonzero(pi, n_rows)) {  // skips rows: alone, through pv
+      pv<Load>(pi, v, v_stride, n_rows, hd, out[i]);
+      continue;
+    }
+    tp[n] = pi;
+    to[n++] = out[i];
+    if (n == kTile) {
+      pv_dense<kTile, Load>(tp, v, v_stride, n_rows, hd, to);
+      n = 0;
+    }
+  }
+  switch (n) {
+    case 1: return pv_dense<1, Load>(tp, v, v_stride, n_rows, hd, to);
+    case 2: return pv_dense<2, Load>(tp, v, v_stride, n_rows, hd, to);
+    case 3: return pv_dense<3, Load>(tp, v, v_stride, n_rows, hd, to);
+    default: return;
+  }
+}
+
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
@@ -270,6 +482,8 @@ const AttnKernels& avx512_attn_kernels() {
                                  .scores_f32 = scores<LoadF32>,
                                  .pv_f16 = pv<LoadF16>,
                                  .pv_f32 = pv<LoadF32>,
+                                 .pv_queries_f16 = pv_queries<LoadF16>,
+                                 .pv_queries_f32 = pv_queries<LoadF32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

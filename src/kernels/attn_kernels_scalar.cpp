@@ -82,6 +82,12 @@ void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, st
   }
 }
 
+template <float (*Load)(const std::byte*, std::size_t)>
+void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
+                std::size_t hd, float* const* out) {
+  for (int i = 0; i < n_q; ++i) pv<Load>(p + static_cast<std::size_t>(i) * p_stride, v, v_stride, n_rows, hd, out[i]);
+}
+
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const uint16_t h = f32_to_f16(x[i]);
@@ -100,6 +106,8 @@ const AttnKernels& scalar_attn_kernels() {
                                  .scores_f32 = scores<load_f32>,
                                  .pv_f16 = pv<load_f16>,
                                  .pv_f32 = pv<load_f32>,
+                                 .pv_queries_f16 = pv_queries<load_f16>,
+                                 .pv_queries_f32 = pv_queries<load_f32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -267,5 +267,68 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
   }
 }
 
+// p.V for many queries over the same rows: each query bitwise what pv gives
+// it alone, on every path, with queries of every kind mixed in one call:
+// some with zero probabilities (their rows hold NaN and must not be read),
+// some dense, in numbers that fill register tiles and leave remainders.
+TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
+  for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{40}, std::size_t{200}}) {
+    constexpr int kRows = 21;
+    const Rows v16 = make_rows(true, kRows, hd, 31);
+    Rows v32 = make_rows(false, kRows, hd, 31);
+    for (int r = 0; r < kRows; ++r)
+      std::memcpy(v32.bytes.data() + static_cast<std::size_t>(r) * v32.stride,
+                  &v16.values[static_cast<std::size_t>(r) * hd], hd * 4);
+    Rows v16_nan = v16, v32_nan = v32;
+    constexpr int kMaxQ = 11;
+    constexpr std::size_t kPStride = kRows + 3;
+    auto p = test::random_floats(kMaxQ * kPStride, 32, 0.0f, 0.2f);
+    for (int i : {2, 7}) {  // queries 2 and 7 see row 4 and the last row with probability 0
+      for (int r : {4, kRows - 1}) p[static_cast<std::size_t>(i) * kPStride + static_cast<std::size_t>(r)] = 0.0f;
+    }
+    for (int r : {4, kRows - 1}) {
+      std::memset(v16_nan.bytes.data() + static_cast<std::size_t>(r) * v16.stride, 0xff, hd * 2);
+      std::memset(v32_nan.bytes.data() + static_cast<std::size_t>(r) * v32.stride, 0xff, hd * 4);
+    }
+    const auto init = test::random_floats(kMaxQ * hd, 33);
+    for (bool f16 : {true, false}) {
+      const AttnKernels& ref = scalar_attn_kernels();
+      for (int nq : {1, 3, 4, 5, 8, kMaxQ}) {
+        // Queries 2 and 7 read rows that are NaN only where their p is 0; the
+        // others are given the clean rows so that all of them share a call.
+        std::vector<float> want(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(nq * hd));
+        for (int i = 0; i < nq; ++i)
+          (f16 ? ref.pv_f16 : ref.pv_f32)(p.data() + static_cast<std::size_t>(i) * kPStride,
+                                          (f16 ? v16 : v32).bytes.data(), (f16 ? v16 : v32).stride, kRows, hd,
+                                          want.data() + static_cast<std::size_t>(i) * hd);
+        for (KernelPath path : test::supported_paths()) {
+          const AttnKernels& a = attn_kernels(path);
+          // All queries over the clean rows, then (for the NaN check) the ones
+          // with zeros alone over the poisoned rows.
+          std::vector<float> got(want.size());
+          std::copy(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(nq * hd), got.begin());
+          std::vector<float*> outs;
+          for (int i = 0; i < nq; ++i) outs.push_back(got.data() + static_cast<std::size_t>(i) * hd);
+          const Rows& v = f16 ? v16 : v32;
+          (f16 ? a.pv_queries_f16 : a.pv_queries_f32)(p.data(), kPStride, nq, v.bytes.data(), v.stride, kRows, hd,
+                                                      outs.data());
+          for (std::size_t e = 0; e < want.size(); ++e)
+            ASSERT_TRUE(same_bits(got[e], want[e])) << kernel_path_name(path) << " f16 " << f16 << " hd " << hd
+                                                    << " nq " << nq << " element " << e;
+          if (nq <= 2) continue;
+          std::vector<float> alone(init.begin() + static_cast<std::ptrdiff_t>(2 * hd),
+                                   init.begin() + static_cast<std::ptrdiff_t>(3 * hd));
+          float* alone_out = alone.data();
+          const Rows& vn = f16 ? v16_nan : v32_nan;
+          (f16 ? a.pv_queries_f16 : a.pv_queries_f32)(p.data() + 2 * kPStride, kPStride, 1, vn.bytes.data(),
+                                                      vn.stride, kRows, hd, &alone_out);
+          for (std::size_t d = 0; d < hd; ++d)
+            ASSERT_TRUE(same_bits(alone[d], want[2 * hd + d])) << kernel_path_name(path) << " NaN rows, d " << d;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace clm

@@ -1,7 +1,8 @@
-// Cascade attention (attention.h) against each query attending alone: queries
-// of different sequences that share none, some or all of their leading
-// blocks, on every kernel path, f16 and f32 caches, with masked, empty and
-// future slots, must give bitwise the same outputs and slot masses.
+// Cascade attention (attention.h) against each query attending alone through
+// the scalar reference kernels: queries of different sequences that share
+// none, some or all of their leading blocks, on every kernel path, f16 and
+// f32 caches, with masked, empty and future slots, must give bitwise the same
+// outputs and slot masses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,8 +70,8 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
         seqs.push_back(make_seq(pool, {0, 1, 2}, 24, 24, 30));       // all of it shared
         seqs.push_back(make_seq(pool, {0, 1, 2, 6, 7}, 40, 24, 20));  // sees part of its slots only
         seqs.push_back(make_seq(pool, {0, 1, 2, 8}, 32, 24, 5));      // sees only shared slots
-        // More queries than one scores call takes (kAttnMaxQueries): the same
-        // five sequences again, with other queries.
+        // Enough queries to fill several register tiles and leave remainders:
+        // the same five sequences again, with other queries.
         for (std::size_t i = 5; i < static_cast<std::size_t>(kMaxCascadeQueries); ++i) seqs.push_back(seqs[i % 5]);
         const float scale = 1.0f / std::sqrt(40.0f);
         const std::size_t per_q = static_cast<std::size_t>(n_heads) * g.head_dim;
@@ -88,6 +89,7 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
               Seq& s = seqs[static_cast<std::size_t>(i)];
               const std::size_t at = static_cast<std::size_t>(i) * per_q;
               const int n_slots = static_cast<int>(s.positions.size());
+              const test::ScopedKernelPath reference(KernelPath::Scalar);
               for (int h = 0; h < n_heads; ++h) {
                 std::vector<float> scratch(static_cast<std::size_t>(n_slots + g.head_dim), NAN);
                 attend_paged_head(q.data() + at, n_heads, h, g, kLayer, s.blocks.data(), s.positions.data(), n_slots,

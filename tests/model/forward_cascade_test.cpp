@@ -1,7 +1,8 @@
 // Cascade attention in the forward pass: sequences whose block tables start
 // with the same blocks (conversations over one system prompt) are attended
 // together over those blocks. Each sequence's logits must stay bitwise what it
-// gets alone, with decode rows and prefill chunks mixed in one batch.
+// gets alone, with decode rows and prefill chunks mixed in one batch, on every
+// kernel path.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "cache/block_table.h"
 #include "cache/kv_pool.h"
+#include "kernels/kernel_test_support.h"
 #include "model/attention_groups.h"
 #include "model/model.h"
 #include "support/test_paths.h"
@@ -119,13 +121,16 @@ TEST_F(CascadeForward, SharedPrefixSequencesDecodeTogetherBitwiseAsAlone) {
     c.chunk = i % 4 == 3 ? 3 : 1;  // most decode a token a step; some prefill chunks in between
     convs.push_back(c);
   }
-  const auto alone = run(convs, /*together=*/false, 1);
-  for (int threads : {1, 2}) {
-    const auto together = run(convs, /*together=*/true, threads);
-    for (std::size_t i = 0; i < convs.size(); ++i) {
-      ASSERT_EQ(together[i].size(), alone[i].size());
-      EXPECT_EQ(std::memcmp(together[i].data(), alone[i].data(), alone[i].size() * sizeof(float)), 0)
-          << "conversation " << i << ", " << threads << " threads";
+  for (KernelPath path : test::supported_paths()) {
+    const test::ScopedKernelPath scoped(path);
+    const auto alone = run(convs, /*together=*/false, 1);
+    for (int threads : {1, 2}) {
+      const auto together = run(convs, /*together=*/true, threads);
+      for (std::size_t i = 0; i < convs.size(); ++i) {
+        ASSERT_EQ(together[i].size(), alone[i].size());
+        EXPECT_EQ(std::memcmp(together[i].data(), alone[i].data(), alone[i].size() * sizeof(float)), 0)
+            << kernel_path_name(path) << ", conversation " << i << ", " << threads << " threads";
+      }
     }
   }
   EXPECT_EQ(pool_->n_free() + kPrefix / kBlock + 1, pool_->n_blocks());
