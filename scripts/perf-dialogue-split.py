@@ -24,15 +24,15 @@ from collections import Counter
 def load(path):
     """The samples of a perf script text: thread, time and stack (leaf first)."""
     samples, cur = [], None
-    header = re.compile(r"\s*(\d+)\s+([\d.]+):")
+    # A sample's header is "TID SECONDS.MICROS:" (some perf versions indent
+    # it); its stack lines start with a hex address and a symbol.
+    header = re.compile(r"\s*(\d+)\s+(\d+\.\d+):")
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
                 continue
-            if not line[0].isspace():
-                m = header.match(line)
-                if not m:
-                    continue
+            m = header.match(line)
+            if m:
                 cur = {"tid": int(m.group(1)), "t": float(m.group(2)), "stack": []}
                 samples.append(cur)
             elif cur is not None:
