@@ -8,33 +8,27 @@
 //
 // The canonical order of one output, the only one any routine here performs:
 // a single V::kLanes-wide accumulator, acc = fma(w, x, acc) per kLanes-element
-// step, then V::sum, then the remaining elements in order, sum = fma(w, x,
-// sum). It depends on n alone. One accumulator per output (rather than
-// several per output) is what lets a tile keep many outputs in registers at
-// once: a W x X tile loads W weight vectors and X activation vectors for
-// W * X fmas, where a dot with several accumulators per output reloads
-// operands for every few fmas.
+// step, then V::sum, then the remaining elements added in order. It depends on
+// n alone. One accumulator per output (rather than several per output) is
+// what lets a tile keep many outputs in registers at once: a W x X tile loads
+// W weight vectors and X activation vectors for W * X fmas, where a dot with
+// several accumulators per output reloads operands for every few fmas.
 #pragma once
 
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstddef>
 #include <utility>
 
 namespace clm {
 namespace {
 
-// The tail is one explicit fma per element: left as `sum += w * x`, the
-// compiler fuses it in some instances and in others multiplies several
-// elements at once and adds them one by one, so the same output would round
-// differently in an f16 tile and in the f32 tile over the widened row.
 template <class V, class L>
 inline float finish_output(typename V::Reg acc, const std::byte* w, const float* x, std::size_t i, std::size_t n) {
   float sum = V::sum(acc);
-  for (; i < n; ++i) sum = std::fma(L{}.scalar(w + i * L::kBytes), x[i], sum);
+  for (; i < n; ++i) sum += L{}.scalar(w + i * L::kBytes) * x[i];
   return sum;
 }
 

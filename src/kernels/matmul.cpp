@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
-#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
-#include "kernels/element_read.h"
 #include "kernels/quantize.h"
 #include "kernels/vec_dot.h"
 
@@ -27,65 +25,11 @@ std::size_t tile_rows_count(const WeightMatrix& w) {
   return (static_cast<std::size_t>(w.rows) + kTileW - 1) / kTileW;
 }
 
-// The weight rows a block of tiles reads: the stored rows in place, or (see
-// WidenedBlock) an f32 copy of them.
-struct BlockRows {
-  const std::byte* data;
-  std::size_t stride;
-};
-
-// Stored rows [o0, o1) as they are.
-struct StoredBlock {
-  BlockRows operator()(const WeightMatrix& w, std::size_t o0, std::size_t /*o1*/) const {
-    return {w.data + o0 * w.row_bytes, w.row_bytes};
-  }
-};
-
-// f16 / bf16 weights meet a batch of many rows widened: each block of weight
-// rows is converted to f32 once, into a buffer of the thread, and the f32 tile
-// runs over it for every activation tile, where the f16 tile converts each
-// weight vector again for every few activation rows it meets. Widening is
-// exact, and the f32 tile does the same operations in the same order on the
-// same values, so each output is bitwise what the f16 / bf16 tile gives. A
-// batch of fewer rows converts each vector about as often either way, and the
-// widened copy would only add a pass over the block.
-constexpr int kWidenMinRows = 2 * kTileX;
-
-using WidenRow = void (*)(const std::byte* src, float* dst, std::size_t n);
-
-void bf16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = read_bf16_element(v + 2 * i);
-}
-
-// Cache-line aligned scratch of the calling thread; only grows.
-std::byte* widened_buffer(std::size_t bytes) {
-  thread_local std::vector<std::byte> buffer;
-  if (buffer.size() < bytes + 64) buffer.resize(bytes + 64);
-  const auto at = reinterpret_cast<std::uintptr_t>(buffer.data());
-  return buffer.data() + ((64 - at % 64) % 64);
-}
-
-// Stored rows [o0, o1) widened to f32 (see kWidenMinRows).
-struct WidenedBlock {
-  WidenRow widen;
-  BlockRows operator()(const WeightMatrix& w, std::size_t o0, std::size_t o1) const {
-    const std::size_t cols = static_cast<std::size_t>(w.cols);
-    // A whole number of cache lines and one more, so that the rows of a tile
-    // do not all map to the same L1 sets.
-    const std::size_t stride = (cols * sizeof(float) + 63) / 64 * 64 + 64;
-    std::byte* buf = widened_buffer(stride * (o1 - o0));
-    for (std::size_t o = o0; o < o1; ++o)
-      widen(w.data + o * w.row_bytes, reinterpret_cast<float*>(buf + (o - o0) * stride), cols);
-    return {buf, stride};
-  }
-};
-
 // Calls tile() over output tiles [t_begin, t_end) of one product (tiles of at
-// most kTileW weight rows by kTileX activation rows, counted along the rows),
-// on the rows block(w, o0, o1) gives for each block of weight rows.
-template <class Tile, class Block>
+// most kTileW weight rows by kTileX activation rows, counted along the rows).
+template <class Tile>
 void run_tiles(const WeightMatrix& w, float* y, std::size_t t_begin, std::size_t t_end, const std::byte* act,
-               std::size_t act_stride, int n, const Tile& tile, const Block& block) {
+               std::size_t act_stride, int n, const Tile& tile) {
   const std::size_t cols = static_cast<std::size_t>(w.cols);
   const std::size_t rows = static_cast<std::size_t>(w.rows);
   const std::size_t nn = static_cast<std::size_t>(n);
@@ -95,11 +39,10 @@ void run_tiles(const WeightMatrix& w, float* y, std::size_t t_begin, std::size_t
   for (std::size_t t0 = t_begin; t0 < t_end; t0 += block_tiles) {
     const std::size_t o0 = t0 * tw;
     const std::size_t o1 = std::min(rows, std::min(t_end, t0 + block_tiles) * tw);
-    const BlockRows b = block(w, o0, o1);
     for (std::size_t r = 0; r < nn; r += tx) {
       const int nx = static_cast<int>(std::min(tx, nn - r));
       for (std::size_t o = o0; o < o1; o += tw)
-        tile(b.data + (o - o0) * b.stride, b.stride, static_cast<int>(std::min(tw, o1 - o)), act + r * act_stride,
+        tile(w.data + o * w.row_bytes, w.row_bytes, static_cast<int>(std::min(tw, o1 - o)), act + r * act_stride,
              act_stride, nx, cols, y + r * rows + o, rows);
     }
   }
@@ -108,9 +51,9 @@ void run_tiles(const WeightMatrix& w, float* y, std::size_t t_begin, std::size_t
 // Every tile of every product, in one parallel loop: the threads split the
 // tiles of all the products together, so several small matrices (a decode
 // step's q, k and v) cost one hand-off, not one each.
-template <class Tile, class Block = StoredBlock>
+template <class Tile>
 void for_each_tile(std::span<const MatmulOutput> outs, const std::byte* act, std::size_t act_stride, int n,
-                   ThreadPool& pool, const Tile& tile, const Block& block = {}) {
+                   ThreadPool& pool, const Tile& tile) {
   std::size_t total = 0;
   for (const MatmulOutput& o : outs) total += tile_rows_count(*o.w);
   pool.parallel_for(total, [&](std::size_t begin, std::size_t end) {
@@ -118,7 +61,7 @@ void for_each_tile(std::span<const MatmulOutput> outs, const std::byte* act, std
     for (const MatmulOutput& o : outs) {
       const std::size_t count = tile_rows_count(*o.w);
       const std::size_t b = std::max(begin, base), e = std::min(end, base + count);
-      if (b < e) run_tiles(*o.w, o.y, b - base, e - base, act, act_stride, n, tile, block);
+      if (b < e) run_tiles(*o.w, o.y, b - base, e - base, act, act_stride, n, tile);
       base += count;
     }
   });
@@ -200,10 +143,6 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     for_each_tile(outs, act, act_stride, n, pool, TileFromDots<decltype(dot), decltype(dot4)>{dot, dot4});
   };
   auto float_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4) { run(xb, x_stride, tile, dot, dot4); };
-  auto half_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4, WidenRow widen) {
-    if (n < kWidenMinRows || k.tile_f32 == nullptr) return float_dot(tile, dot, dot4);
-    for_each_tile(outs, xb, x_stride, n, pool, k.tile_f32, WidenedBlock{widen});
-  };
   auto quant_dot = [&](TileFn tile, QuantDot dot, QuantDot4 dot4) {
     const WeightType act = activation_type(w.type);
     const std::size_t q_stride = row_bytes(act, cols);
@@ -221,8 +160,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
 
   switch (w.type) {
     case WeightType::F32: float_dot(k.tile_f32, k.dot_f32, k.dot4_f32); return;
-    case WeightType::F16: half_dot(k.tile_f16, k.dot_f16, k.dot4_f16, k.f16_to_f32_row); return;
-    case WeightType::BF16: half_dot(k.tile_bf16, k.dot_bf16, k.dot4_bf16, bf16_to_f32_row); return;
+    case WeightType::F16: float_dot(k.tile_f16, k.dot_f16, k.dot4_f16); return;
+    case WeightType::BF16: float_dot(k.tile_bf16, k.dot_bf16, k.dot4_bf16); return;
     case WeightType::Q8_0: quant_dot(k.tile_q8_0, k.dot_q8_0, k.dot4_q8_0); return;
     case WeightType::Q4_0: quant_dot(k.tile_q4_0, k.dot_q4_0, k.dot4_q4_0); return;
     case WeightType::Q4_K: quant_dot(k.tile_q4_k, k.dot_q4_k, k.dot4_q4_k); return;
