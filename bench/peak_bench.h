@@ -22,9 +22,12 @@ struct PeakBenchResult {
   std::string kernel_path;
   int n_threads = 0;
   std::string fma_kind;
-  double fma_gflops = 0;  // best of the repetitions, all threads together
-  std::string dot_kind;   // empty where the path has no byte dot product
-  double dot_gops = 0;
+  // Best of the repetitions, all threads together, over the CPU time the
+  // threads got (the cores' own rate) and over wall time (what a shared
+  // machine gave this run).
+  double fma_gflops = 0, fma_gflops_wall = 0;
+  std::string dot_kind;  // empty where the path has no byte dot product
+  double dot_gops = 0, dot_gops_wall = 0;
 };
 
 Result<PeakBenchResult> run_peak_bench(const PeakBenchOptions& options);

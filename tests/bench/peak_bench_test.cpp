@@ -26,17 +26,24 @@ TEST(PeakBench, ReportsPositiveFiguresBelowWhatACoreCanDo) {
     EXPECT_EQ(r->kernel_path, kernel_path_name(active_kernel_path()));
     EXPECT_GT(r->fma_gflops, 0.1);
     EXPECT_LT(r->fma_gflops, 384.0 * threads);
+    // A thread's CPU time never exceeds the wall time it ran in.
+    EXPECT_GT(r->fma_gflops_wall, 0.0);
+    EXPECT_LE(r->fma_gflops_wall, r->fma_gflops * 1.01);
     if (active_kernel_path() == KernelPath::Scalar) {
       EXPECT_TRUE(r->dot_kind.empty());
     } else {
       EXPECT_FALSE(r->dot_kind.empty());
       EXPECT_GT(r->dot_gops, 0.1);
       EXPECT_LT(r->dot_gops, 3072.0 * threads);
+      EXPECT_GT(r->dot_gops_wall, 0.0);
+      EXPECT_LE(r->dot_gops_wall, r->dot_gops * 1.01);
     }
     const auto j = to_json(o, *r);
     EXPECT_EQ(j["threads"], threads);
     EXPECT_DOUBLE_EQ(j["fma_f32_gflops"].get<double>(), r->fma_gflops);
+    EXPECT_DOUBLE_EQ(j["fma_f32_gflops_wall"].get<double>(), r->fma_gflops_wall);
     EXPECT_EQ(j.contains("dot_i8_gops"), !r->dot_kind.empty());
+    EXPECT_EQ(j.contains("dot_i8_gops_wall"), !r->dot_kind.empty());
   }
 }
 
