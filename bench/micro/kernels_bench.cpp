@@ -173,8 +173,16 @@ BENCHMARK(BM_MatmulBatch)
                    {8, 32, 64, 512},
                    {2048},
                    {2048}})
-    ->Args({static_cast<int64_t>(WeightType::F16), 512, 5632, 2048})
-    ->Args({static_cast<int64_t>(WeightType::F16), 512, 2048, 5632})
+    ->ArgsProduct({{static_cast<int64_t>(WeightType::F16), static_cast<int64_t>(WeightType::Q8_0),
+                    static_cast<int64_t>(WeightType::Q4_K)},
+                   {512},
+                   {5632},
+                   {2048}})
+    ->ArgsProduct({{static_cast<int64_t>(WeightType::F16), static_cast<int64_t>(WeightType::Q8_0),
+                    static_cast<int64_t>(WeightType::Q4_K)},
+                   {512},
+                   {2048},
+                   {5632}})
     ->Unit(benchmark::kMillisecond);
 
 void BM_RmsNorm(benchmark::State& state) {
