@@ -12,8 +12,9 @@ namespace clm {
 namespace {
 
 // Sane means: positive, and below what any core could do. 32 f32 fmas (two
-// 16-lane pipes) are 64 FLOP per cycle; 256 byte products (two 64-byte
-// vpdpbusd pipes) 512 OP; at 6 GHz that is 384 GFLOP/s and 3072 GOP/s a core.
+// 16-lane pipes) are 64 FLOP per cycle, 128 byte products (two 64-byte
+// vpdpbusd pipes) 256 OP; at 6 GHz that is 384 GFLOP/s and 1536 GOP/s a
+// core, and the byte bound is doubled for cores with more such pipes.
 TEST(PeakBench, ReportsPositiveFiguresBelowWhatACoreCanDo) {
   for (int threads : {1, 2}) {
     PeakBenchOptions o;
