@@ -151,12 +151,38 @@ void BM_MatmulShape(benchmark::State& state) {
   state.counters["GB/s(weights)"] = benchmark::Counter(static_cast<double>(m.bytes.size()),
                                                        benchmark::Counter::kIsIterationInvariantRate,
                                                        benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * rows * cols, benchmark::Counter::kIsIterationInvariantRate,
+                                                 benchmark::Counter::kIs1000);
   state.SetLabel(std::string(weight_type_name(type)));
 }
 BENCHMARK(BM_MatmulShape)
     ->Args({static_cast<int64_t>(WeightType::F16), 1, 32000, 768})
     ->Args({static_cast<int64_t>(WeightType::F16), 1, 8192, 2048})
     ->Args({static_cast<int64_t>(WeightType::F16), 64, 2048, 768})
+    ->Unit(benchmark::kMillisecond);
+
+// Batches at the 1B shape (2048 wide, 5632 feed-forward), one thread: 8 to
+// 64 rows are a decode step of many sequences, 512 a long prompt. GFLOP/s
+// against `clmcache bench peak -t 1` is the share of the core a type's tile
+// reaches at each batch size.
+void BM_MatmulBatch(benchmark::State& state) { BM_MatmulShape(state); }
+BENCHMARK(BM_MatmulBatch)
+    ->ArgsProduct({{static_cast<int64_t>(WeightType::F32), static_cast<int64_t>(WeightType::F16),
+                    static_cast<int64_t>(WeightType::BF16), static_cast<int64_t>(WeightType::Q8_0),
+                    static_cast<int64_t>(WeightType::Q4_K)},
+                   {8, 32, 64, 512},
+                   {2048},
+                   {2048}})
+    ->ArgsProduct({{static_cast<int64_t>(WeightType::F16), static_cast<int64_t>(WeightType::Q8_0),
+                    static_cast<int64_t>(WeightType::Q4_K)},
+                   {512},
+                   {5632},
+                   {2048}})
+    ->ArgsProduct({{static_cast<int64_t>(WeightType::F16), static_cast<int64_t>(WeightType::Q8_0),
+                    static_cast<int64_t>(WeightType::Q4_K)},
+                   {512},
+                   {2048},
+                   {5632}})
     ->Unit(benchmark::kMillisecond);
 
 void BM_RmsNorm(benchmark::State& state) {

@@ -12,6 +12,7 @@
 #include "memory_bench.h"
 #include "model/synthetic_model.h"
 #include "model_bench.h"
+#include "peak_bench.h"
 #include "rag_bench.h"
 #include "restore_bench.h"
 #include "reuse_bench.h"
@@ -228,6 +229,29 @@ int bench_restore(RestoreBenchFlags& f) {
   return report(f.options, *r, f.format, f.json_path);
 }
 
+struct PeakBenchFlags {
+  PeakBenchOptions options;
+  std::string json_path;  // also write the JSON here
+};
+
+int bench_peak(const PeakBenchFlags& f) {
+  auto r = run_peak_bench(f.options);
+  if (!r) {
+    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  std::cout << to_markdown(*r);
+  if (!f.json_path.empty()) {
+    std::ofstream out(f.json_path);
+    out << to_json(f.options, *r).dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "clmcache: cannot write %s\n", f.json_path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 void register_bench_command(CLI::App& app, int& exit_code) {
@@ -376,6 +400,15 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   // The benchmark runs itself again with this as part (b)'s other server.
   restore->add_option("--write-redis", sf->write_redis, "")->group("");
   restore->callback([sf, &exit_code] { exit_code = bench_restore(*sf); });
+
+  auto pf = std::make_shared<PeakBenchFlags>();
+  CLI::App* peak = bench->add_subcommand("peak", "f32 fma and int8 dot-product peak of this CPU, the ceiling of prefill");
+  peak->add_option("-t,--threads", pf->options.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  peak->add_option("--ms", pf->options.millis, "milliseconds per measured run")->check(CLI::Range(1, 60000));
+  peak->add_option("-r,--repetitions", pf->options.repetitions, "measured runs of each loop (the best counts)")
+      ->check(CLI::Range(1, 1000));
+  peak->add_option("--json", pf->json_path, "also write the results as JSON to this file");
+  peak->callback([pf, &exit_code] { exit_code = bench_peak(*pf); });
 
   auto mem = std::make_shared<MemoryBenchOptions>();
   CLI::App* memory = bench->add_subcommand("memory", "memory-read bandwidth, the ceiling of decode speed");
