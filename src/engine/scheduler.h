@@ -365,7 +365,6 @@ class Scheduler {
     std::vector<KvSeqView> views;
   } step_;  // the last step's batch and bookkeeping, kept for their storage
   std::vector<TokenEvent> events_;    // [n_outputs] the sampled rows' tokens of the last step
-  std::vector<float> sampled_rows_;   // [n_outputs][n_vocab] the logits the samplers edited
   PrefillFlops flops_;
   SessionPins pins_;
 };

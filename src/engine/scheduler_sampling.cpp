@@ -3,6 +3,7 @@
 // the whole vocabulary, one row after another, kept one core busy while the
 // others waited.
 #include <algorithm>
+#include <vector>
 
 #include "engine/scheduler.h"
 #include "engine/scheduler_sequence.h"
@@ -15,12 +16,15 @@ void Scheduler::score_outputs(const std::vector<OutputRow>& outputs, std::span<c
   // Kept across steps (only ever grown), so a steady decode step allocates
   // nothing here unless a request asks for top log-probabilities or logits.
   if (events_.size() < outputs.size()) events_.resize(outputs.size());
-  if (sampled_rows_.size() < outputs.size() * n_vocab) sampled_rows_.resize(outputs.size() * n_vocab);
   // Each row reads its own logits and writes its own event or prompt entry,
   // and draws from its own sequence's generator (one sampling row per
   // sequence per step): a row's result is what it would be alone, whatever
   // the batch around it or the number of threads.
   threads_.parallel_for(outputs.size(), [&](std::size_t begin, std::size_t end) {
+    // The sampler edits its row in place (penalties), so it gets a copy: one
+    // row per thread, which stays in cache from row to row.
+    thread_local std::vector<float> edited_row;
+    if (edited_row.size() < n_vocab) edited_row.resize(n_vocab);
     for (std::size_t o = begin; o < end; ++o) {
       Sequence& s = *outputs[o].seq;
       if (s.finished) continue;
@@ -39,8 +43,7 @@ void Scheduler::score_outputs(const std::vector<OutputRow>& outputs, std::span<c
       else ev.logits.clear();
       if (s.request.top_logprobs > 0) ev.top_logprobs = top_logprobs(row, s.request.top_logprobs);
       else ev.top_logprobs.clear();
-      // The sampler edits its row in place (penalties), so it gets a copy.
-      const std::span<float> edited(sampled_rows_.data() + o * n_vocab, n_vocab);
+      const std::span<float> edited(edited_row.data(), n_vocab);
       std::copy(row.begin(), row.end(), edited.begin());
       ev.id = s.sampler.sample(edited, s.history);
       ev.logprob = token_logprob(row, ev.id);
