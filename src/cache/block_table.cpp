@@ -39,6 +39,14 @@ void BlockTable::release(KvPool& pool) {
 void BlockTable::push_block(BlockId id, std::byte* data) {
   blocks_.push_back(id);
   block_ptrs_.push_back(data);
+  // The slots of the new block get their room now, so that appending a
+  // token (every decode step) never reallocates; growth stays geometric.
+  const std::size_t slots = static_cast<std::size_t>(capacity());
+  if (positions_.capacity() < slots) {
+    const std::size_t room = std::max(slots, 2 * positions_.capacity());
+    positions_.reserve(room);
+    tokens_.reserve(room);
+  }
 }
 
 void BlockTable::replace_block(std::size_t index, BlockId id, std::byte* data) {

@@ -88,6 +88,10 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
       seq->budget = std::move(*budget);
     }
   }
+  // The history grows by a token a step; room for it is made here, on the
+  // caller's thread, so that decode steps do not reallocate it.
+  seq->history.reserve(static_cast<std::size_t>(seq->n_prompt) +
+                       static_cast<std::size_t>(std::clamp(seq->max_new, 0, options_.n_ctx)));
   // Typed here, on the caller's thread, not at admission on the stepping
   // one. Every prompt that may be cached is typed, whatever its own mode:
   // its blocks may be a later request's span sources.
@@ -259,18 +263,25 @@ bool Scheduler::step_once() {
   admit();
   bool progressed = running_.size() != running_before || pins_changed;
 
-  Batch batch;
+  // The step's batch and bookkeeping live in step_, emptied here, so that
+  // their storage is reused from step to step.
+  Batch& batch = step_.batch;
+  batch.tokens.clear();
+  batch.resume_residual.clear();
   batch.probe_layer = std::clamp(options_.reuse.blend_layer, 1, std::max(1, model_.config().n_layers - 1));
-  std::vector<Sequence*> in_batch;
-  std::vector<OutputRow> outputs;
-  std::vector<ProbeRow> probes;
+  std::vector<Sequence*>& in_batch = step_.in_batch;
+  std::vector<OutputRow>& outputs = step_.outputs;
+  std::vector<ProbeRow>& probes = step_.probes;
+  in_batch.clear();
+  outputs.clear();
+  probes.clear();
   build_batch(batch, in_batch, outputs, probes);
   for (Sequence* s : in_batch) s->batched = false;  // the forward pass below is the last to use their slots
   uint64_t prefill_tokens = 0;
   if (!batch.empty()) {
     progressed = true;
-    std::vector<KvSeqView> views;
-    views.reserve(in_batch.size());
+    std::vector<KvSeqView>& views = step_.views;
+    views.clear();
     for (Sequence* s : in_batch) views.push_back(s->budget ? s->budget->view(s->kv) : s->kv.table.view());
     const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
     logits_.resize(outputs.size() * n_vocab);
@@ -474,29 +485,15 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
 }
 
 void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits) {
-  const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
   const Tokenizer& tok = model_.tokenizer();
-  std::vector<float> raw(n_vocab);
+  score_outputs(outputs, logits);
   uint64_t produced = 0;
   for (std::size_t o = 0; o < outputs.size(); ++o) {
     Sequence& s = *outputs[o].seq;
     if (s.finished) continue;
-    const std::span<float> row = logits.subspan(o * n_vocab, n_vocab);
     const int32_t prompt_pos = outputs[o].prompt_pos;
-    if (prompt_pos >= 0 && prompt_pos + 1 < s.n_prompt) {  // scores the next prompt token
-      const int32_t next = s.request.prompt[static_cast<std::size_t>(prompt_pos + 1)];
-      PromptLogprob lp;
-      lp.logprob = token_logprob(row, next);
-      if (s.request.prompt_logprobs > 0) lp.top = top_logprobs(row, s.request.prompt_logprobs);
-      s.prompt_logprobs[static_cast<std::size_t>(prompt_pos + 1)] = std::move(lp);
-      continue;
-    }
-    std::copy(row.begin(), row.end(), raw.begin());  // the sampler edits row in place
-    TokenEvent ev;
-    if (s.request.record_logits) ev.logits = raw;
-    if (s.request.top_logprobs > 0) ev.top_logprobs = top_logprobs(raw, s.request.top_logprobs);
-    ev.id = s.sampler.sample(row, s.history);
-    ev.logprob = token_logprob(raw, ev.id);
+    if (prompt_pos >= 0 && prompt_pos + 1 < s.n_prompt) continue;  // scored, nothing to hand over
+    const TokenEvent& ev = events_[o];
     s.history.push_back(ev.id);
     ++s.generated;
     ++produced;

@@ -267,6 +267,12 @@ class Scheduler {
   // is complete gets its recompute set.
   void take_probe_results(const std::vector<ProbeRow>& probes, std::span<const float> deviation,
                           std::span<const float> residual);
+  // Every output row's own work, in parallel over the rows: a prompt row's
+  // log-probabilities (filed in its sequence), a decode row's sample and
+  // log-probabilities (left in events_[row]).
+  void score_outputs(const std::vector<OutputRow>& outputs, std::span<const float> logits);
+  // Scores the rows, then, one row after another, hands each sampled token
+  // to its sequence (history, callbacks, ends).
   void sample_outputs(const std::vector<OutputRow>& outputs, std::span<float> logits);
   // Budgeted sequences of the batch forget what their policy picks.
   void enforce_budgets(const std::vector<Sequence*>& in_batch);
@@ -351,6 +357,14 @@ class Scheduler {
   std::vector<float> logits_;  // [n_outputs][n_vocab] of the last forward call
   std::vector<float> deviation_;  // [n_probes] of the last forward call
   std::vector<float> residual_;   // [n_probes][n_embd] of the last forward call
+  struct StepScratch {
+    Batch batch;
+    std::vector<Sequence*> in_batch;
+    std::vector<OutputRow> outputs;
+    std::vector<ProbeRow> probes;
+    std::vector<KvSeqView> views;
+  } step_;  // the last step's batch and bookkeeping, kept for their storage
+  std::vector<TokenEvent> events_;    // [n_outputs] the sampled rows' tokens of the last step
   PrefillFlops flops_;
   SessionPins pins_;
 };

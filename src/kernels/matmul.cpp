@@ -140,8 +140,25 @@ void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& 
   matmul_shared_input(std::span<const MatmulOutput>(&out, 1), x, n, pool);
 }
 
+void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool, RowPrep prepare) {
+  const MatmulOutput out{&w, y};
+  matmul_shared_input(std::span<const MatmulOutput>(&out, 1), x, n, pool, prepare);
+}
+
 void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool) {
+  matmul_shared_input(outs, x, n, pool, RowPrep{});
+}
+
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool,
+                         RowPrep prepare) {
   if (n <= 0 || outs.empty()) return;
+  // The paths without a quantization loop prepare every row first, in a loop of their own.
+  auto prepare_all = [&] {
+    if (!prepare) return;
+    pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) prepare(r);
+    });
+  };
   const WeightMatrix& w = *outs.front().w;
   for (const MatmulOutput& o : outs) {
     assert(is_compute_type(o.w->type));
@@ -149,6 +166,7 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     assert(o.w->row_bytes >= row_bytes(o.w->type, static_cast<std::size_t>(o.w->cols)));
     if (o.w->type != w.type || o.w->cols != w.cols) {
       // Mixed types (a Q4_K_M file's Q6_K v beside Q4_K q and k) take one loop each.
+      prepare_all();
       for (const MatmulOutput& each : outs) matmul(*each.w, x, n, each.y, pool);
       return;
     }
@@ -162,13 +180,17 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     if (tile != nullptr) return for_each_tile(outs, act, act_stride, n, pool, tile);
     for_each_tile(outs, act, act_stride, n, pool, TileFromDots<decltype(dot), decltype(dot4)>{dot, dot4});
   };
-  auto float_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4) { run(xb, x_stride, tile, dot, dot4); };
+  auto float_dot = [&](TileFn tile, FloatDot dot, FloatDot4 dot4) {
+    prepare_all();
+    run(xb, x_stride, tile, dot, dot4);
+  };
   auto quant_dot = [&](TileFn tile, QuantDot dot, QuantDot4 dot4) {
     const WeightType act = activation_type(w.type);
     const std::size_t q_stride = row_bytes(act, cols);
     std::byte* xq = activation_buffer(q_stride * static_cast<std::size_t>(n));
     pool.parallel_for(static_cast<std::size_t>(n), [&](std::size_t begin, std::size_t end) {
       for (std::size_t r = begin; r < end; ++r) {
+        if (prepare) prepare(r);
         if (act == WeightType::Q8_0)
           k.quantize_q8_0_row(x + r * cols, xq + r * q_stride, cols);
         else

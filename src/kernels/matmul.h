@@ -33,6 +33,31 @@ struct WeightMatrix {
 // y does not overlap x. Must not be called from inside a pool task.
 void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool);
 
+// The row-wise step that produces a matmul's input rows (a norm, a residual
+// add, SwiGLU's product): called as prepare(r) for every r in [0, n), it must
+// write row r of x, through the caller's own pointer (and may touch the
+// caller's other data of row r only).
+// For a quantized weight it runs in the loop that quantizes the rows, row r
+// just before its quantization, so the step costs no hand-off of its own; for
+// a float weight it runs in a loop of its own before the product. Either way
+// each row's arithmetic is what running the step first would give.
+class RowPrep {
+ public:
+  RowPrep() = default;
+  template <class Fn>
+  explicit RowPrep(Fn& fn)
+      : call_([](void* ctx, std::size_t r) { (*static_cast<Fn*>(ctx))(r); }), ctx_(&fn) {}
+  explicit operator bool() const { return call_ != nullptr; }
+  void operator()(std::size_t r) const { call_(ctx_, r); }
+
+ private:
+  void (*call_)(void*, std::size_t) = nullptr;
+  void* ctx_ = nullptr;
+};
+
+// matmul with its input rows made by prepare (see RowPrep).
+void matmul(const WeightMatrix& w, const float* x, int n, float* y, ThreadPool& pool, RowPrep prepare);
+
 // One product of matmul_shared_input: y = x W^T, laid out as for matmul.
 struct MatmulOutput {
   const WeightMatrix* w;
@@ -46,5 +71,9 @@ struct MatmulOutput {
 // n, y) gives. Matrices of different types or widths are run one by one.
 // Same preconditions as matmul for each; no y may overlap x or another y.
 void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool);
+
+// matmul_shared_input with its input rows made by prepare (see RowPrep).
+void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool,
+                         RowPrep prepare);
 
 }  // namespace clm

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace clm {
 
@@ -26,7 +27,10 @@ void arrange_attention_groups(std::span<const BatchToken> rows, const KvView& kv
                               std::vector<AttentionGroup>& groups, int max_cascade) {
   max_cascade = std::clamp(max_cascade, 1, kMaxCascadeQueries);
   groups.clear();
-  std::vector<uint32_t> singles;  // rows alone in their run: cascade candidates
+  // Rows alone in their run: cascade candidates. Kept per thread and only
+  // grown, so that a steady decode step does not allocate here.
+  thread_local std::vector<uint32_t> singles;
+  singles.clear();
   for (std::size_t t = 0; t < rows.size();) {
     AttentionGroup grp;
     std::size_t u = t;
@@ -43,12 +47,15 @@ void arrange_attention_groups(std::span<const BatchToken> rows, const KvView& kv
   if (singles.empty()) return;
 
   // Sequences with the same leading blocks sort next to each other; runs of
-  // them sharing at least one block become cascades.
+  // them sharing at least one block become cascades. Equal block lists keep
+  // their batch order (the row index breaks ties), as a stable sort would,
+  // without the buffer std::stable_sort allocates.
   auto view = [&](uint32_t t) -> const KvSeqView& { return kv.seqs[static_cast<std::size_t>(rows[t].seq)]; };
-  std::stable_sort(singles.begin(), singles.end(), [&](uint32_t x, uint32_t y) {
+  std::sort(singles.begin(), singles.end(), [&](uint32_t x, uint32_t y) {
     const auto& bx = view(x).blocks;
     const auto& by = view(y).blocks;
-    return std::lexicographical_compare(bx.begin(), bx.end(), by.begin(), by.end());
+    const auto order = std::lexicographical_compare_three_way(bx.begin(), bx.end(), by.begin(), by.end());
+    return order != 0 ? order < 0 : x < y;
   });
   const int bs = kv.geometry.block_size;
   for (std::size_t i = 0; i < singles.size();) {

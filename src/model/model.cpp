@@ -125,6 +125,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   const std::size_t H = static_cast<std::size_t>(c.n_heads);
   std::size_t max_slots = 0;
   for (const auto& s : kv.seqs) max_slots = std::max(max_slots, s.slot_positions.size());
+  // The attention scratch is sized for whole blocks: a sequence gains a slot
+  // every decode step, and its scratch then grows only when it takes a new
+  // block, not at every step.
+  const std::size_t bs = static_cast<std::size_t>(std::max(1, g.block_size));
+  const std::size_t slot_room = (max_slots + bs - 1) / bs * bs;
 
   // The rows being computed, in batch order: every token but the resumed
   // ones, until at the probe layer the probes leave and the resumed tokens
@@ -151,7 +156,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   grow(s_.attn, n_all * Q);     // [T][n_heads][head_dim] attention output
   grow(s_.ffn_gate, n_all * F); // [T][F]
   grow(s_.ffn_up, n_all * F);   // [T][F]
-  const std::size_t att_stride = max_slots + static_cast<std::size_t>(c.head_dim);
+  const std::size_t att_stride = slot_room + static_cast<std::size_t>(c.head_dim);
   bool by_head = false;
   int max_group_rows = 1;  // the largest attention group's queries
   // A few tokens (decode) are too few to keep every thread busy, so their
@@ -181,10 +186,21 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   float* x = s_.x.data();
   float* xn = s_.xn.data();
 
-  for (std::size_t t = 0; t < T; ++t) {
-    const WeightMatrix& emb = weights_.token_embd;
-    dequantize_row(emb.type, emb.data + static_cast<std::size_t>(rows[t].token) * emb.row_bytes, x + t * E, E);
-  }
+  // The residual stream's pending steps, done by whichever loop next reads
+  // the row (the loops per layer are few, so each hand-off saved counts):
+  // the embedding rows are looked up in the first layer's norm loop, and the
+  // feed-forward output is added in the next layer's norm loop (or the
+  // output head's).
+  bool embed_pending = true;    // x rows not yet looked up
+  bool ffn_out_pending = false;  // xn holds the last sublayer's output, not yet added to x
+  auto settle_row = [&](std::size_t t) {
+    if (embed_pending) {
+      const WeightMatrix& emb = weights_.token_embd;
+      dequantize_row(emb.type, emb.data + static_cast<std::size_t>(rows[t].token) * emb.row_bytes, x + t * E, E);
+    } else if (ffn_out_pending) {
+      add_in_place(x + t * E, xn + t * E, E);
+    }
+  };
 
   // The row-wise steps between matmuls, spread over the pool by token.
   auto per_token = [&](auto&& fn) {
@@ -209,6 +225,9 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     const LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
     if (layer < batch.probe_layer && T == 0) continue;  // resumed tokens only: they start later
     if (layer == batch.probe_layer && (has_probes || has_resumed)) {
+      // The probes read, and the resumed tokens join, a settled residual stream.
+      if (ffn_out_pending) per_token(settle_row);
+      embed_pending = ffn_out_pending = false;  // the rows from here on are settled
       // The probes need only their V here: measured, they leave before the
       // rows that go on compute their Q, K and V.
       if (has_probes) {
@@ -227,9 +246,13 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     const int n = static_cast<int>(T);
 
     // Attention sublayer.
-    per_token([&](std::size_t t) { rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E); });
+    auto attn_norm = [&](std::size_t t) {
+      settle_row(t);
+      rmsnorm(x + t * E, w.attn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    };
     const MatmulOutput qkv[] = {{&w.wq, s_.q.data()}, {&w.wk, s_.k.data()}, {&w.wv, s_.v.data()}};
-    matmul_shared_input(qkv, xn, n, pool);
+    matmul_shared_input(qkv, xn, n, pool, RowPrep(attn_norm));
+    embed_pending = ffn_out_pending = false;
     per_token([&](std::size_t t) {
       float* qt = s_.q.data() + t * Q;
       float* kt = s_.k.data() + t * KV;
@@ -275,7 +298,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       const std::size_t n_groups = s_.att_groups.size();
       pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
         thread_local std::vector<float> scratch;
-        grow(scratch, attend_group_scratch_floats(max_group_rows, static_cast<int>(max_slots), c.head_dim));
+        grow(scratch, attend_group_scratch_floats(max_group_rows, static_cast<int>(slot_room), c.head_dim));
         for (std::size_t i = begin; i < end; ++i) {
           // Groups from both ends of the batch alternate, so that under a
           // causal mask every chunk gets a similar number of visible slots.
@@ -299,19 +322,19 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
     }
     if (stats) stats_.end_layer(kv, pool);
     matmul(w.wo, s_.attn.data(), n_rows, xn, pool);
-    per_token([&](std::size_t t) {
-      add_in_place(x + t * E, xn + t * E, E);
-      rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
-    });
 
     // Feed-forward sublayer (SwiGLU).
+    auto ffn_norm = [&](std::size_t t) {
+      add_in_place(x + t * E, xn + t * E, E);
+      rmsnorm(x + t * E, w.ffn_norm, c.n_embd, c.rms_eps, xn + t * E);
+    };
     const MatmulOutput gate_up[] = {{&w.w_gate, s_.ffn_gate.data()}, {&w.w_up, s_.ffn_up.data()}};
-    matmul_shared_input(gate_up, xn, n_rows, pool);
-    per_token([&](std::size_t t) {
+    matmul_shared_input(gate_up, xn, n_rows, pool, RowPrep(ffn_norm));
+    auto swiglu = [&](std::size_t t) {
       silu_mul(s_.ffn_gate.data() + t * F, s_.ffn_up.data() + t * F, static_cast<int>(F));
-    });
-    matmul(w.w_down, s_.ffn_gate.data(), n_rows, xn, pool);
-    per_token([&](std::size_t t) { add_in_place(x + t * E, xn + t * E, E); });
+    };
+    matmul(w.w_down, s_.ffn_gate.data(), n_rows, xn, pool, RowPrep(swiglu));
+    ffn_out_pending = true;
   }
 
   if (stats) count_attention_queries(rows, kv);
@@ -320,13 +343,16 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
   const std::size_t n_out = static_cast<std::size_t>(batch.n_outputs());
   if (n_out == 0) return {};
   grow(s_.out_rows, n_out * E);  // [n_out][E]
-  std::size_t row = 0;
-  for (std::size_t t = 0; t < T; ++t) {
-    if (!rows[t].want_logits) continue;
+  s_.out_at.clear();             // the row of each output
+  for (std::size_t t = 0; t < T; ++t)
+    if (rows[t].want_logits) s_.out_at.push_back(t);
+  // Only the rows that want logits are read again, so only they are settled.
+  auto output_norm = [&](std::size_t row) {
+    const std::size_t t = s_.out_at[row];
+    settle_row(t);
     rmsnorm(x + t * E, weights_.output_norm, c.n_embd, c.rms_eps, s_.out_rows.data() + row * E);
-    ++row;
-  }
-  matmul(weights_.output, s_.out_rows.data(), static_cast<int>(n_out), logits.data(), pool);
+  };
+  matmul(weights_.output, s_.out_rows.data(), static_cast<int>(n_out), logits.data(), pool, RowPrep(output_norm));
   return {};
 }
 

@@ -82,6 +82,7 @@ class Model {
     std::vector<AttentionGroup> att_groups;     // attention work items when not split by head
     std::vector<std::size_t> att_group_starts;  // with statistics: each group's first row, then T
     std::vector<BatchToken> rows;  // the rows computed when they are not the batch's tokens
+    std::vector<std::size_t> out_at;  // the row of each output (a row that wants logits)
   } s_;
   AttentionStatsCollector stats_;  // used only when a sequence asks for statistics
 };
