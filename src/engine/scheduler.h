@@ -39,6 +39,7 @@
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
 #include "tier/tier_set.h"
+#include "util/chunk_buffers.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -365,6 +366,7 @@ class Scheduler {
     std::vector<KvSeqView> views;
   } step_;  // the last step's batch and bookkeeping, kept for their storage
   std::vector<TokenEvent> events_;    // [n_outputs] the sampled rows' tokens of the last step
+  ChunkBuffers sample_rows_;          // the sampler's copies of logits rows, one per running chunk
   PrefillFlops flops_;
   SessionPins pins_;
 };

@@ -16,15 +16,16 @@ void Scheduler::score_outputs(const std::vector<OutputRow>& outputs, std::span<c
   // Kept across steps (only ever grown), so a steady decode step allocates
   // nothing here unless a request asks for top log-probabilities or logits.
   if (events_.size() < outputs.size()) events_.resize(outputs.size());
+  sample_rows_.ensure(static_cast<std::size_t>(threads_.size()), n_vocab);
   // Each row reads its own logits and writes its own event or prompt entry,
   // and draws from its own sequence's generator (one sampling row per
   // sequence per step): a row's result is what it would be alone, whatever
   // the batch around it or the number of threads.
   threads_.parallel_for(outputs.size(), [&](std::size_t begin, std::size_t end) {
     // The sampler edits its row in place (penalties), so it gets a copy: one
-    // row per thread, which stays in cache from row to row.
-    thread_local std::vector<float> edited_row;
-    if (edited_row.size() < n_vocab) edited_row.resize(n_vocab);
+    // row per running chunk, which stays in cache from row to row.
+    ChunkBuffers::Claim claim = sample_rows_.claim();
+    std::vector<float>& edited_row = claim.buffer();
     for (std::size_t o = begin; o < end; ++o) {
       Sequence& s = *outputs[o].seq;
       if (s.finished) continue;

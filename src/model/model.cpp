@@ -296,9 +296,11 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
       // Each K/V row is read once per group and head rather than once per
       // token; a cascade reads its shared blocks once for all its sequences.
       const std::size_t n_groups = s_.att_groups.size();
+      s_.group_scratch.ensure(static_cast<std::size_t>(pool.size()),
+                              attend_group_scratch_floats(max_group_rows, static_cast<int>(slot_room), c.head_dim));
       pool.parallel_for(n_groups * H, [&](std::size_t begin, std::size_t end) {
-        thread_local std::vector<float> scratch;
-        grow(scratch, attend_group_scratch_floats(max_group_rows, static_cast<int>(slot_room), c.head_dim));
+        ChunkBuffers::Claim claim = s_.group_scratch.claim();
+        float* scratch = claim.buffer().data();
         for (std::size_t i = begin; i < end; ++i) {
           // Groups from both ends of the batch alternate, so that under a
           // causal mask every chunk gets a similar number of visible slots.
@@ -316,7 +318,7 @@ Status Model::forward(const Batch& batch, const KvView& kv, std::span<float> log
                           static_cast<int>(sv.slot_positions.size()), rows[t].pos, mass};
           }
           attend_paged_head_cascade(queries, grp.n_rows, grp.shared_slots, c.n_heads, head, g, layer, scale,
-                                    scratch.data());
+                                    scratch);
         }
       });
     }

@@ -18,6 +18,7 @@
 #include "model/model_config.h"
 #include "model/tokenizer.h"
 #include "model/weights.h"
+#include "util/chunk_buffers.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -80,6 +81,7 @@ class Model {
     std::vector<float> probe_in, probe_v;  // the probes' normed inputs and V at the probe layer
     std::vector<float> x_next;             // the residual being rebuilt at the probe layer
     std::vector<AttentionGroup> att_groups;     // attention work items when not split by head
+    ChunkBuffers group_scratch;                 // each running attention chunk's scratch
     std::vector<std::size_t> att_group_starts;  // with statistics: each group's first row, then T
     std::vector<BatchToken> rows;  // the rows computed when they are not the batch's tokens
     std::vector<std::size_t> out_at;  // the row of each output (a row that wants logits)
