@@ -3,9 +3,9 @@
 
 Reads the text of `perf script -F tid,time,ip,sym` of a recording made with
 call graphs (`perf record -T --call-graph dwarf`), keeps the timed part of
-part (b) only (from the first sample whose stack is in run_sessions but not
-in make_rig or run_one, i.e. after the pool set-up and the system prompt's
-prefill, to the end), and prints each class's share of the samples of all
+part (b) only (from the first sample whose stack is in a scheduler step of
+run_sessions but not in make_scheduler_rig or run_to_end, i.e. after the pool set-up and the
+system prompt's prefill, to the end), and prints each class's share of the samples of all
 threads: matmul, attention, thread hand-offs/waits, sampling, memory,
 scheduler bookkeeping, tokenization, row-wise ops, other. With --detail
 CLASS it also lists that class's leaf functions.
@@ -45,24 +45,34 @@ def has(sample, name):
     return any(name in frame for frame in sample["stack"])
 
 
+def waiting(stack):
+    """A sample is a wait when its innermost frame of clmcache's own code is
+    the thread pool's (polling, sleeping or handing out a loop): the kernel
+    and libc frames under it (futex, the scheduler) belong to that wait. A
+    worker running a chunk has the pool in its stack too, further out, which
+    does not make its chunk a wait."""
+    for frame in stack:
+        if "clm::" in frame:
+            return any(k in frame for k in ("ThreadPool::", "AdaptiveSpin", "adaptive_spin"))
+    return any(k in " ".join(stack) for k in ("futex", "sched_yield", "pthread_cond"))
+
+
 def classify(sample):
     stack = sample["stack"]
     leaf = stack[0] if stack else "?"
     whole = " ".join(stack)
-    waits = ("futex", "sched_yield", "pthread_cond", "ThreadPool", "adaptive_spin", "schedule",
-             "finish_task_switch")
     if any(k in leaf for k in ("tile_q", "qt_register_tile", "quantize_q8", "tile_f", "run_tiles", "vec_dot",
                                "dot4_", "dot_q")):
         return "matmul"
-    if "matmul" in whole and not any(k in whole for k in waits) and "memset" not in leaf:
+    if waiting(stack):
+        return "thread hand-off/wait"
+    if "matmul" in whole and "memset" not in leaf:
         return "matmul"
     if any(k in whole for k in ("attend_paged", "scores_nq", "pv<", "exp_sum_row", "max_row", "scale_row",
                                 "f16_to_f32_row", "arrange_attention")):
         return "attention"
     if any(k in whole for k in ("Sampler", "sample_outputs", "token_logprob", "log_sum_exp", "top_logprobs")):
         return "sampling"
-    if any(k in whole for k in waits):
-        return "thread hand-off/wait"
     if any(k in leaf for k in ("memset", "memmove", "memcpy", "clear_page", "malloc", "free")) or \
             any(k in whole for k in ("exc_page_fault", "munmap", "unmap_page_range")):
         return "memory"
@@ -83,8 +93,12 @@ def main():
     ap.add_argument("--detail", help="also list the leaf functions of this class")
     args = ap.parse_args()
     samples = load(args.script_text)
+    # The timed loop steps the scheduler itself; the pool's set-up
+    # (make_scheduler_rig) and the system prompt's prefill (run_to_end) come
+    # before it. (make_rig and run_one are the names before a refactor.)
+    setup = ("make_scheduler_rig", "run_to_end", "make_rig", "run_one")
     timed = [s["t"] for s in samples
-             if has(s, "run_sessions") and not has(s, "run_one") and not has(s, "make_rig")]
+             if has(s, "run_sessions") and has(s, "Scheduler::step") and not any(has(s, name) for name in setup)]
     if not timed:
         sys.exit("no sample inside run_sessions' timed loop: was it recorded with --call-graph dwarf?")
     start = min(timed)
