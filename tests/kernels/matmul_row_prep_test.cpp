@@ -17,21 +17,7 @@
 namespace clm {
 namespace {
 
-struct StoredMatrix {
-  StoredMatrix(WeightType t, int r, int c, unsigned seed) : type(t), rows(r), cols(c) {
-    const auto values = test::random_floats(static_cast<std::size_t>(r) * c, seed);
-    stride = row_bytes(t, static_cast<std::size_t>(c));
-    bytes.resize(stride * static_cast<std::size_t>(r));
-    for (int o = 0; o < r; ++o)
-      quantize_row(t, values.data() + static_cast<std::size_t>(o) * c, bytes.data() + o * stride,
-                   static_cast<std::size_t>(c));
-  }
-  WeightMatrix view() const { return {type, bytes.data(), rows, cols, stride}; }
-  WeightType type;
-  int rows, cols;
-  std::size_t stride;
-  std::vector<std::byte> bytes;
-};
+using test::TestMatrix;
 
 // The row-wise step under test: a residual add then a scaling, in place.
 void make_row(float* x, const float* residual, std::size_t cols) {
@@ -44,10 +30,10 @@ TEST(MatmulRowPrep, PreparedRowsGiveWhatPreparingFirstGives) {
       {WeightType::Q4_0}, {WeightType::Q4_K, WeightType::Q6_K}};
   const int cols = 256;
   for (const auto& types : groups) {
-    std::vector<StoredMatrix> ms;
+    std::vector<TestMatrix> ms;
     for (std::size_t i = 0; i < types.size(); ++i) ms.emplace_back(types[i], 19 + 8 * static_cast<int>(i), cols, 7 + static_cast<unsigned>(i));
     std::vector<WeightMatrix> views;
-    for (const StoredMatrix& m : ms) views.push_back(m.view());
+    for (const TestMatrix& m : ms) views.push_back(m.view());
     for (int n : {1, 5, 33}) {
       const std::size_t len = static_cast<std::size_t>(n) * cols;
       const auto start = test::random_floats(len, 30 + static_cast<unsigned>(n));
@@ -59,7 +45,7 @@ TEST(MatmulRowPrep, PreparedRowsGiveWhatPreparingFirstGives) {
         for (int r = 0; r < n; ++r) make_row(x_first.data() + r * cols, residual.data() + r * cols, cols);
         std::vector<std::vector<float>> want, got;
         std::vector<MatmulOutput> outs;
-        for (const StoredMatrix& m : ms) {
+        for (const TestMatrix& m : ms) {
           want.emplace_back(static_cast<std::size_t>(n) * m.rows, NAN);
           got.emplace_back(static_cast<std::size_t>(n) * m.rows, NAN);
         }
@@ -87,7 +73,7 @@ TEST(MatmulRowPrep, PreparedRowsGiveWhatPreparingFirstGives) {
 
 // matmul with one matrix and a RowPrep is the same as matmul_shared_input with it.
 TEST(MatmulRowPrep, SingleProductTakesThePrepToo) {
-  const StoredMatrix m(WeightType::Q8_0, 24, 64, 3);
+  const TestMatrix m(WeightType::Q8_0, 24, 64, 3);
   const int n = 6;
   const auto start = test::random_floats(static_cast<std::size_t>(n) * 64, 4);
   const auto residual = test::random_floats(static_cast<std::size_t>(n) * 64, 5);

@@ -25,27 +25,7 @@ std::vector<int> col_sizes(WeightType t) {
   return {1, 32, 67, 96, 4099};
 }
 
-// A random rows x cols matrix stored as type t.
-struct TestMatrix {
-  TestMatrix(WeightType t, int r, int c, unsigned seed) : rows(r), cols(c), type(t) {
-    const auto values = test::random_floats(static_cast<std::size_t>(r) * c, seed);
-    stride = row_bytes(t, static_cast<std::size_t>(c));
-    bytes.resize(stride * static_cast<std::size_t>(r));
-    for (int o = 0; o < r; ++o)
-      quantize_row(t, values.data() + static_cast<std::size_t>(o) * c, bytes.data() + o * stride,
-                   static_cast<std::size_t>(c));
-  }
-  WeightMatrix view() const { return {type, bytes.data(), rows, cols, stride}; }
-  std::vector<float> row(int o) const {
-    std::vector<float> out(static_cast<std::size_t>(cols));
-    dequantize_row(type, bytes.data() + static_cast<std::size_t>(o) * stride, out.data(), out.size());
-    return out;
-  }
-  int rows, cols;
-  WeightType type;
-  std::size_t stride;
-  std::vector<std::byte> bytes;
-};
+using test::TestMatrix;
 
 // What the kernel multiplies W by: x itself, or its Q8_0 / Q8_K copy for quantized W.
 std::vector<float> effective_x(WeightType t, const float* x, int cols) {
