@@ -125,7 +125,7 @@ nlohmann::json to_json(const PeakBenchOptions& o, const PeakBenchResult& r) {
   return j;
 }
 
-std::string to_markdown(const PeakBenchResult& r) {
+std::string to_markdown(const PeakBenchOptions&, const PeakBenchResult& r) {
   char line[512];
   std::string out =
       "| path | threads | f32 fma GFLOP/s | (wall) | int8 dot GOP/s | (wall) |\n|---|---:|---:|---:|---:|---:|\n";

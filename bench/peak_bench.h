@@ -32,6 +32,6 @@ struct PeakBenchResult {
 
 Result<PeakBenchResult> run_peak_bench(const PeakBenchOptions& options);
 nlohmann::json to_json(const PeakBenchOptions& options, const PeakBenchResult& result);
-std::string to_markdown(const PeakBenchResult& result);
+std::string to_markdown(const PeakBenchOptions& options, const PeakBenchResult& result);
 
 }  // namespace clm

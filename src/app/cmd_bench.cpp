@@ -240,16 +240,7 @@ int bench_peak(const PeakBenchFlags& f) {
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
     return 1;
   }
-  std::cout << to_markdown(*r);
-  if (!f.json_path.empty()) {
-    std::ofstream out(f.json_path);
-    out << to_json(f.options, *r).dump(2) << "\n";
-    if (!out) {
-      std::fprintf(stderr, "clmcache: cannot write %s\n", f.json_path.c_str());
-      return 1;
-    }
-  }
-  return 0;
+  return report(f.options, *r, "md", f.json_path);
 }
 
 }  // namespace
