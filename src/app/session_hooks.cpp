@@ -7,6 +7,12 @@ void SessionPinner::session_remembered(const SessionRecord& turn) {
   scheduler_.pin_session(turn.id, turn.tokens, 0, hold_s_);
 }
 
-void SessionPinner::session_forgotten(const std::string& id) { scheduler_.unpin_session(id); }
+void SessionPinner::session_forgotten(const std::string& id, ForgetCause cause) {
+  // A session that timed out may be noticed here (any call that sweeps the
+  // store, /stats among them) a moment before the scheduler's own clock
+  // lapses its pin; either way the pin ends at the session timeout.
+  if (cause == ForgetCause::TimedOut) scheduler_.unpin_session(id, PinEnd::Lapsed);
+  else scheduler_.unpin_session(id);
+}
 
 }  // namespace clm

@@ -14,7 +14,7 @@ class SessionPinner : public SessionObserver {
  public:
   SessionPinner(Scheduler& scheduler, double hold_s) : scheduler_(scheduler), hold_s_(hold_s) {}
   void session_remembered(const SessionRecord& turn) override;
-  void session_forgotten(const std::string& id) override;
+  void session_forgotten(const std::string& id, ForgetCause cause) override;
 
  private:
   Scheduler& scheduler_;
@@ -25,7 +25,7 @@ class SessionSaver : public SessionObserver {
  public:
   explicit SessionSaver(SessionArchive& archive) : archive_(archive) {}
   void session_remembered(const SessionRecord& turn) override { archive_.save(turn); }
-  void session_forgotten(const std::string& id) override { archive_.remove(id); }
+  void session_forgotten(const std::string& id, ForgetCause) override { archive_.remove(id); }
 
  private:
   SessionArchive& archive_;

@@ -143,10 +143,10 @@ void Scheduler::pin_session(std::string id, std::vector<int32_t> tokens, uint64_
   wake_.notify_all();
 }
 
-void Scheduler::unpin_session(std::string id) {
+void Scheduler::unpin_session(std::string id, PinEnd end) {
   {
     std::lock_guard lock(mu_);
-    pin_calls_.push_back({std::move(id), {}, 0, 0.0});
+    pin_calls_.push_back({std::move(id), {}, 0, 0.0, end});
   }
   wake_.notify_all();
 }
@@ -158,7 +158,7 @@ bool Scheduler::apply_session_pins() {
     calls.swap(pin_calls_);
   }
   for (const PinCall& c : calls) {
-    if (c.tokens.empty()) pins_.unpin(c.session);
+    if (c.tokens.empty()) pins_.unpin(c.session, c.end);
     else pins_.pin(c.session, c.tokens, c.cache_namespace, c.hold_s);
   }
   pins_.expire();

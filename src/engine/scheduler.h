@@ -205,7 +205,7 @@ class Scheduler {
   // for hold_s seconds under session `id`, replacing its previous pin; or
   // drop the pin. Pins go when the scheduler stops.
   void pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s);
-  void unpin_session(std::string id);
+  void unpin_session(std::string id, PinEnd end = PinEnd::Unpinned);
 
   // Runs the loop on a background thread until stop(); it sleeps while
   // there is nothing to do. A no-op once stopped.
@@ -311,6 +311,7 @@ class Scheduler {
     std::vector<int32_t> tokens;  // empty: unpin
     uint64_t cache_namespace = 0;
     double hold_s = 0.0;
+    PinEnd end = PinEnd::Unpinned;  // how an unpin counts
   };
   std::vector<PinCall> pin_calls_;
   RequestId next_id_ = 1;

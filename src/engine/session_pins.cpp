@@ -61,8 +61,11 @@ void SessionPins::pin(const std::string& id, std::span<const int32_t> tokens, ui
   }
 }
 
-void SessionPins::unpin(const std::string& id) {
-  if (auto it = pins_.find(id); it != pins_.end()) erase(it);
+void SessionPins::unpin(const std::string& id, PinEnd end) {
+  auto it = pins_.find(id);
+  if (it == pins_.end()) return;
+  erase(it);
+  if (end == PinEnd::Lapsed) ++counters_.expired;
 }
 
 std::size_t SessionPins::expire() {

@@ -29,6 +29,11 @@ struct SessionPinOptions {
   std::function<double()> clock;
 };
 
+// How a pin that is dropped on request ends: plainly unpinned (the session
+// was deleted or displaced), or lapsed at the session timeout, which the
+// pins' own clock would have done a moment later and counts as expired.
+enum class PinEnd { Unpinned, Lapsed };
+
 struct SessionPinStats {
   std::size_t sessions = 0;        // sessions holding at least one block
   std::size_t blocks = 0;          // distinct blocks held by them
@@ -46,7 +51,8 @@ class SessionPins {
   // Pins the resident prefix of `tokens` for session `id` for hold_s seconds,
   // then drops the session's previous pin (blocks both share stay held).
   void pin(const std::string& id, std::span<const int32_t> tokens, uint64_t cache_namespace, double hold_s);
-  void unpin(const std::string& id);
+  // Drops the session's pin; a Lapsed end counts it as expired.
+  void unpin(const std::string& id, PinEnd end = PinEnd::Unpinned);
   // Drops the pins whose time is up; returns how many.
   std::size_t expire();
   // Drops the least recently pinned session's pin, to make room; false when

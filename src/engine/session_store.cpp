@@ -24,12 +24,12 @@ int64_t unix_ms_now() {
 void SessionStore::sweep_locked(double t) {
   for (auto it = sessions_.begin(); it != sessions_.end();) {
     auto here = it++;
-    if (t - here->second.last_used > timeout_s_) forget_locked(here);
+    if (t - here->second.last_used > timeout_s_) forget_locked(here, ForgetCause::TimedOut);
   }
 }
 
-void SessionStore::forget_locked(std::unordered_map<std::string, Turn>::iterator it) {
-  for (SessionObserver* o : observers_) o->session_forgotten(it->first);
+void SessionStore::forget_locked(std::unordered_map<std::string, Turn>::iterator it, ForgetCause cause) {
+  for (SessionObserver* o : observers_) o->session_forgotten(it->first, cause);
   sessions_.erase(it);
 }
 
@@ -84,7 +84,7 @@ void SessionStore::remember(const std::string& id, std::string text, std::vector
     auto oldest = sessions_.begin();
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
       if (it->second.last_used < oldest->second.last_used) oldest = it;
-    forget_locked(oldest);
+    forget_locked(oldest, ForgetCause::Displaced);
   }
   Turn& turn = sessions_[id];
   turn = Turn{std::move(text), std::move(tokens), t};
@@ -112,7 +112,8 @@ std::size_t SessionStore::restore(std::vector<SessionRecord> records, const Toke
                    r.id.size());
     }
     if (!intact || age_s > timeout_s_) {
-      for (SessionObserver* o : observers_) o->session_forgotten(r.id);
+      for (SessionObserver* o : observers_)
+        o->session_forgotten(r.id, intact ? ForgetCause::TimedOut : ForgetCause::Damaged);
       continue;
     }
     if (!sessions_.contains(r.id) && sessions_.size() >= max_sessions_) break;

@@ -26,6 +26,14 @@ struct SessionPrompt {
   int reused_tokens = 0;  // leading tokens taken from the session's last turn
 };
 
+// Why a session was forgotten. Its timeout is also how long its pin lasts,
+// so a session that timed out is a pin that lapsed, whichever noticed first.
+enum class ForgetCause {
+  TimedOut,   // unused for longer than the timeout
+  Displaced,  // the store was full and a newer session took its place
+  Damaged,    // restored from the archive with ids that are not this model's
+};
+
 // Told of every change, in order, under the store's lock: it must only hand
 // the news over (queue it), never block or call the store back.
 class SessionObserver {
@@ -33,8 +41,7 @@ class SessionObserver {
   virtual ~SessionObserver() = default;
   // A session's latest turn (a new session, or the next turn of one).
   virtual void session_remembered(const SessionRecord& turn) = 0;
-  // Expired, pushed out by newer sessions, or restored damaged.
-  virtual void session_forgotten(const std::string& id) = 0;
+  virtual void session_forgotten(const std::string& id, ForgetCause cause) = 0;
 };
 
 class SessionStore {
@@ -69,7 +76,7 @@ class SessionStore {
     double last_used = 0.0;
   };
   void sweep_locked(double now);
-  void forget_locked(std::unordered_map<std::string, Turn>::iterator it);
+  void forget_locked(std::unordered_map<std::string, Turn>::iterator it, ForgetCause cause);
   double now() const;
 
   double timeout_s_;

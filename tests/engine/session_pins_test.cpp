@@ -113,6 +113,28 @@ TEST_F(SessionPinsTest, PinsExpireOnTime) {
   EXPECT_EQ(h_.cache().available_blocks(), 16u);
 }
 
+// The session store may time a session out a moment before the pins' own
+// clock does (any sweep of the store notices first): that unpin is the same
+// lapse and counts as expired; a plain unpin (a deleted or displaced
+// session) does not.
+TEST_F(SessionPinsTest, AnUnpinAtTheSessionTimeoutCountsAsExpired) {
+  const auto a = iota_tokens(1, 16), b = iota_tokens(100, 16);
+  compute(a);
+  compute(b);
+  pins_.pin("a", a, 0, 10);
+  pins_.pin("b", b, 0, 10);
+  ASSERT_EQ(pins_.stats().sessions, 2u);
+  h_.now = 9.99;
+  pins_.unpin("a", PinEnd::Lapsed);
+  EXPECT_EQ(pins_.stats().expired, 1u);
+  pins_.unpin("b");
+  EXPECT_EQ(pins_.stats().expired, 1u);
+  EXPECT_EQ(pins_.stats().sessions, 0u);
+  pins_.unpin("a", PinEnd::Lapsed);  // no pin left: nothing to count
+  EXPECT_EQ(pins_.stats().expired, 1u);
+  EXPECT_EQ(h_.cache().available_blocks(), 16u);
+}
+
 TEST_F(SessionPinsTest, TheNextTurnReplacesThePin) {
   const auto turn1 = iota_tokens(1, 8);
   auto turn2 = turn1;

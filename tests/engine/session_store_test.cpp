@@ -80,7 +80,10 @@ struct RecordingObserver : SessionObserver {
   void session_remembered(const SessionRecord& turn) override {
     events.push_back("+" + turn.id + ":" + std::to_string(turn.tokens.size()));
   }
-  void session_forgotten(const std::string& id) override { events.push_back("-" + id); }
+  void session_forgotten(const std::string& id, ForgetCause cause) override {
+    const char* why = cause == ForgetCause::TimedOut ? "timeout" : cause == ForgetCause::Displaced ? "displaced" : "damaged";
+    events.push_back("-" + id + ":" + why);
+  }
 };
 
 TEST_F(SessionStoreTest, ObserversHearEveryTurnAndEveryForgottenSession) {
@@ -99,11 +102,11 @@ TEST_F(SessionStoreTest, ObserversHearEveryTurnAndEveryForgottenSession) {
   EXPECT_EQ(seen.events[0], "+a:1");
   EXPECT_EQ(seen.events[1], "+a:2");
   EXPECT_EQ(seen.events[2], "+b:1");
-  EXPECT_EQ(seen.events[3], "-a");
+  EXPECT_EQ(seen.events[3], "-a:displaced");
   EXPECT_EQ(seen.events[4], "+c:1");
   std::vector<std::string> expired(seen.events.begin() + 5, seen.events.end());
   std::sort(expired.begin(), expired.end());
-  EXPECT_EQ(expired, (std::vector<std::string>{"-b", "-c"}));
+  EXPECT_EQ(expired, (std::vector<std::string>{"-b:timeout", "-c:timeout"}));
 }
 
 TEST_F(SessionStoreTest, RestoredSessionsAreReusedAndDamagedOnesSkipped) {
@@ -124,7 +127,8 @@ TEST_F(SessionStoreTest, RestoredSessionsAreReusedAndDamagedOnesSkipped) {
   const std::string log = testing::internal::GetCapturedStderr();
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 2) << log;
   std::sort(seen.events.begin(), seen.events.end());
-  EXPECT_EQ(seen.events, (std::vector<std::string>{"-expired", "-out-of-vocabulary", "-wrong-text"}));
+  EXPECT_EQ(seen.events,
+            (std::vector<std::string>{"-expired:timeout", "-out-of-vocabulary:damaged", "-wrong-text:damaged"}));
   EXPECT_EQ(store.size(), 1u);
   const SessionPrompt p = store.prompt_tokens("kept", text + "\nUser: And?", *tok_);
   EXPECT_EQ(p.reused_tokens, static_cast<int>(ids.size()));
