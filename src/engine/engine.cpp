@@ -5,6 +5,7 @@
 #include <condition_variable>
 
 #include "engine/kv_budget.h"
+#include "kernels/numerics.h"
 #include "model/fingerprint.h"
 
 namespace clm {
@@ -54,6 +55,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
   e->fingerprint_ = options.known_fingerprint ? *options.known_fingerprint : model_fingerprint(e->model_->file());
+  e->cache_fingerprint_ = clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()));
 
   const ModelConfig& c = e->model_->config();
   KvGeometry g;
@@ -83,11 +85,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (!options.tiers.empty()) {
     std::vector<std::unique_ptr<CacheTier>> tiers;
     for (const TierFactory& open : options.tiers) {
-      auto tier = open(e->fingerprint_, g);
+      auto tier = open(e->cache_fingerprint_, g);
       if (!tier) return fail(tier.error().message);
       tiers.push_back(std::move(*tier));
     }
-    e->tiers_ = std::make_unique<TierSet>(std::move(tiers), e->fingerprint_, g, options.tier_write_queue_mb << 20);
+    e->tiers_ =
+        std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20);
   }
   CacheOptions cache;
   cache.prefix_caching = options.prefix_cache;
@@ -97,7 +100,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   cache.rope = rope_shift_params(e->model_->config());
   cache.threads = e->threads_.get();
   cache.observer = e->tiers_.get();
-  e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->fingerprint_, cache);
+  e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->cache_fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;
   sched.max_running = options.max_running;

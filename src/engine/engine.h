@@ -122,7 +122,11 @@ class Engine {
   ThreadPool& threads() { return *threads_; }
   Scheduler& scheduler() { return *scheduler_; }
   const EngineOptions& options() const { return options_; }
+  // The model's fingerprint (model/fingerprint.h).
   uint64_t fingerprint() const { return fingerprint_; }
+  // What cache keys and stored entries carry: the model's fingerprint joined
+  // with the kernels' numerics (kernels/numerics.h), fixed at creation.
+  uint64_t cache_fingerprint() const { return cache_fingerprint_; }
   // The storage tiers below RAM; null without any.
   TierSet* tiers() { return tiers_.get(); }
 
@@ -138,6 +142,7 @@ class Engine {
   Engine() = default;
   EngineOptions options_;
   uint64_t fingerprint_ = 0;
+  uint64_t cache_fingerprint_ = 0;
   // Declaration order is destruction order in reverse: the scheduler goes
   // first, then the cache it drives, then the pool and the model.
   std::unique_ptr<Model> model_;

@@ -9,6 +9,8 @@
 
 #include "engine/engine.h"
 #include "engine/scheduler_rig.h"
+#include "kernels/kernel_test_support.h"
+#include "kernels/numerics.h"
 #include "support/redis_server.h"
 #include "tier/redis_tier.h"
 
@@ -138,6 +140,51 @@ TEST(TierEngine, WithTheLoopRunningEntriesLandInPoolBlocksTheLoopReserved) {
   EXPECT_EQ(st.tiers.blocks_promoted, 6u);
   EXPECT_EQ(st.cache.blocks_used, 0u);
   EXPECT_EQ(st.cache.blocks_cached + st.cache.blocks_free, st.cache.blocks_total) << "no reserved block is lost";
+}
+
+// Instances whose kernels round differently (here another SIMD path, as a
+// server on an older CPU would run) share a Redis without serving each other
+// K/V: a hit would change the output bits. Paths of one numerics family do
+// share, and their logits agree bit for bit.
+TEST(TierEngine, EnginesOfOtherKernelNumericsMissWhatEachOtherWrote) {
+  const auto paths = test::supported_paths();
+  ASSERT_GE(paths.size(), 2u) << "every supported CPU has the scalar path and at least one SIMD path";
+  const KernelPath wide = active_kernel_path();
+  const KernelPath narrow = KernelPath::Scalar;
+  ASSERT_NE(numerics_family(wide), numerics_family(narrow));
+  RedisServer server;
+  RedisSetup redis{server.url(), std::make_shared<double>(0.0)};
+  std::vector<int32_t> prompt;
+  Outcome wide_run;
+  {
+    auto first = make_engine(&redis);
+    ASSERT_TRUE(first);
+    prompt = prompt_of(*first, 11);
+    wide_run = run(*first, prompt);
+    first->tiers()->flush();
+  }
+  {
+    test::ScopedKernelPath scoped(narrow);
+    auto cold_engine = make_engine(nullptr);
+    ASSERT_TRUE(cold_engine);
+    const Outcome cold = run(*cold_engine, prompt);
+    auto second = make_engine(&redis);
+    ASSERT_TRUE(second);
+    EXPECT_NE(second->cache_fingerprint(), cold_engine->fingerprint());
+    const Outcome b = run(*second, prompt);
+    EXPECT_EQ(b.summary.cached_tokens, 0) << "the wide path's blocks are not this path's";
+    EXPECT_EQ(second->cache_stats().tiers.blocks_promoted, 0u);
+    expect_same_logits(cold, b);
+  }
+  if (kernel_path_supported(KernelPath::Avx512Vnni)) {
+    // Avx512 and Avx512Vnni differ only in the route to exact integer sums.
+    test::ScopedKernelPath scoped(wide == KernelPath::Avx512Vnni ? KernelPath::Avx512 : KernelPath::Avx512Vnni);
+    auto third = make_engine(&redis);
+    ASSERT_TRUE(third);
+    const Outcome c = run(*third, prompt);
+    EXPECT_EQ(c.summary.cached_tokens, 96) << "six blocks of sixteen, promoted from Redis";
+    expect_same_logits(wide_run, c);
+  }
 }
 
 TEST(TierEngine, ADeadRedisNeverFailsARequestAndARestartedOneIsUsedAgain) {

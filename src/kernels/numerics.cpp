@@ -1,0 +1,29 @@
+#include "kernels/numerics.h"
+
+#include <xxhash.h>
+
+#include <string>
+
+namespace clm {
+
+std::string_view numerics_family(KernelPath p) {
+  switch (p) {
+    case KernelPath::Scalar: return "scalar";
+    case KernelPath::Avx2: return "avx2";
+    case KernelPath::Avx512:
+    case KernelPath::Avx512Vnni: return "avx512";
+  }
+  return "unknown";
+}
+
+uint64_t kernel_numerics_id(KernelPath p) {
+  const std::string id = std::string(numerics_family(p)) + "/" + std::to_string(kKernelNumericsVersion);
+  return XXH3_64bits(id.data(), id.size());
+}
+
+uint64_t cache_fingerprint(uint64_t model_fingerprint, uint64_t numerics_id) {
+  const uint64_t parts[2] = {model_fingerprint, numerics_id};
+  return XXH3_64bits(parts, sizeof parts);
+}
+
+}  // namespace clm
