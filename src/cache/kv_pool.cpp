@@ -8,8 +8,6 @@
 
 namespace clm {
 
-void KvPool::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
-
 std::size_t KvPool::blocks_for_bytes(const KvGeometry& geometry, std::size_t memory_bytes) {
   const std::size_t per_block = geometry.block_bytes();
   return per_block == 0 ? 1 : std::max<std::size_t>(1, memory_bytes / per_block);
@@ -21,17 +19,18 @@ Result<std::unique_ptr<KvPool>> KvPool::create(const KvGeometry& geometry, std::
   if (n_blocks == 0 || n_blocks > (1u << 30)) return fail("kv pool: block count out of range");
   const std::size_t bytes = geometry.block_bytes() * n_blocks;
   if (bytes / n_blocks != geometry.block_bytes()) return fail("kv pool: size overflows");
-  constexpr std::size_t kAlign = 64;
-  const std::size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
-  auto* raw = static_cast<std::byte*>(std::aligned_alloc(kAlign, rounded));
-  if (raw == nullptr)
+  // Anonymous memory reads as zero, so a slot read before being written is a
+  // well-defined 0, and its pages are only committed when first written: a
+  // large --kv-memory-mb costs no start-up time and no resident memory until
+  // blocks fill. Huge pages keep attention's walk over many blocks off the
+  // page tables.
+  auto arena = HugePageRegion::allocate(bytes);
+  if (!arena)
     return fail("kv pool: cannot allocate " + std::to_string(bytes >> 20) + " MiB for " +
-                std::to_string(n_blocks) + " blocks");
-  // Zeroed so that a slot read before being written is a well-defined 0.
-  std::memset(raw, 0, rounded);
+                std::to_string(n_blocks) + " blocks: " + arena.error().message);
   std::unique_ptr<KvPool> pool(new KvPool());
   pool->geometry_ = geometry;
-  pool->arena_.reset(raw);
+  pool->arena_ = std::move(*arena);
   pool->refcount_.assign(n_blocks, 0);
   pool->on_free_stack_.assign(n_blocks, 1);
   pool->free_.reserve(n_blocks);

@@ -12,6 +12,7 @@
 
 #include "kernels/kv_geometry.h"
 #include "util/error.h"
+#include "util/huge_page_region.h"
 
 namespace clm {
 
@@ -47,17 +48,14 @@ class KvPool {
   void copy_block(BlockId from, BlockId to);
 
   std::byte* block_data(BlockId id) const {
-    return arena_.get() + static_cast<std::size_t>(id) * geometry_.block_bytes();
+    return arena_.data() + static_cast<std::size_t>(id) * geometry_.block_bytes();
   }
 
  private:
   KvPool() = default;
 
-  struct FreeDeleter {
-    void operator()(std::byte* p) const;
-  };
   KvGeometry geometry_;
-  std::unique_ptr<std::byte, FreeDeleter> arena_;
+  HugePageRegion arena_;
   std::vector<int32_t> refcount_;
   std::vector<uint8_t> on_free_stack_;
   std::vector<BlockId> free_;  // stack of free ids

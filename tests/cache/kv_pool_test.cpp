@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <set>
 
 #include "cache/block_table.h"
@@ -42,6 +46,36 @@ TEST(KvPool, BlockBytesDoNotOverlap) {
   const auto pb = reinterpret_cast<uintptr_t>((*pool)->block_data(b));
   EXPECT_GE(pa > pb ? pa - pb : pb - pa, g.block_bytes());
   EXPECT_EQ(g.block_bytes(), 2u * 2u * 2u * 4u * 4u * 2u);  // layers * K|V * heads * tokens * dim * f16
+}
+
+// Pages of `bytes` at p that are resident (mincore).
+std::size_t resident_pages(const std::byte* p, std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  EXPECT_EQ(::mincore(const_cast<std::byte*>(p), bytes, in.data()), 0);
+  return static_cast<std::size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+// A large pool costs no start-up time or resident memory: its pages are
+// committed as blocks are written, and every byte reads 0 until then.
+TEST(KvPool, MemoryIsCommittedOnlyAsBlocksAreWrittenAndReadsZeroBefore) {
+  KvGeometry g = small_geometry();
+  g.n_layers = 16;
+  g.head_dim = 64;
+  g.block_size = 32;  // 256 KiB a block
+  const std::size_t n = 256;  // 64 MiB
+  auto pool = KvPool::create(g, n);
+  ASSERT_TRUE(pool);
+  KvPool& p = **pool;
+  EXPECT_EQ(resident_pages(p.block_data(0), p.arena_bytes()), 0u);
+  const BlockId id = p.allocate();
+  std::byte* data = p.block_data(id);
+  EXPECT_TRUE(std::all_of(data, data + g.block_bytes(), [](std::byte b) { return b == std::byte{0}; }));
+  std::fill(data, data + g.block_bytes(), std::byte{7});
+  const std::size_t after = resident_pages(p.block_data(0), p.arena_bytes());
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_GE(after * page, g.block_bytes());
+  EXPECT_LE(after * page, p.arena_bytes() / 8) << "far less than the whole arena";
 }
 
 TEST(KvPool, ReleaseToZeroLeavesBlockIdleUntilFreed) {
