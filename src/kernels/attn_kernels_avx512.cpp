@@ -355,104 +355,26 @@ void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q
   }
 }
 
-// W vectors of out stay in registers across all rows; each element sees the
-// reference's fma sequence.
-template <int W, class Load>
-void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, float* out) {
-  __m512 acc[W];
-  for (int j = 0; j < W; ++j) acc[j] = _mm512_loadu_ps(out + j * kLanes);
-  for (int r = 0; r < n_rows; ++r) {
-    if (p[r] == 0.0f) continue;
-    const __m512 pr = _mm512_set1_ps(p[r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
-    for (int j = 0; j < W; ++j) acc[j] = _mm512_fmadd_ps(pr, Load::vec(vr + j * kLanes * Load::kBytes), acc[j]);
-  }
-  for (int j = 0; j < W; ++j) _mm512_storeu_ps(out + j * kLanes, acc[j]);
-}
+// The lanes of attn_pv_kernel.h: one register holds 16 of a row's elements.
+struct PvZmm {
+  using Reg = __m512;
+  static constexpr std::size_t kWidth = 16;
+  static constexpr int kPvTile = 4;  // 16 accumulators (4 queries x 64 dims) of 32 registers
+  static Reg zero() { return _mm512_setzero_ps(); }
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static bool any_zero(Reg v) { return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ) != 0; }
+};
 
-template <class Load>
-void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out) {
-  constexpr std::size_t kB = Load::kBytes;
-  std::size_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_span<4, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d + kLanes <= hd; d += kLanes) pv_span<1, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d < hd; ++d)
-    for (int r = 0; r < n_rows; ++r)
-      if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
-}
+}  // namespace
+}  // namespace clm
 
-// True when every p[r], r < n, is nonzero: such a query's pv visits every
-// row, so it can share a register tile with others without any skipping.
-inline bool all_nonzero(const float* p, int n) {
-  const __m512 zero = _mm512_setzero_ps();
-  int r = 0;
-  for (; r + static_cast<int>(kLanes) <= n; r += static_cast<int>(kLanes))
-    if (_mm512_cmp_ps_mask(_mm512_loadu_ps(p + r), zero, _CMP_EQ_OQ) != 0) return false;
-  const __mmask16 m = tail_mask(static_cast<std::size_t>(n - r));
-  return _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, p + r), zero, _CMP_EQ_OQ) == 0;
-}
+#include "kernels/attn_pv_kernel.h"
 
-// NQ queries' W output vectors stay in registers over all rows; each V vector
-// is loaded and converted once for the tile. Every element gets its own
-// query's fma chain, row by row, as in pv.
-template <int NQ, int W, class Load>
-void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, float* const* out,
-             std::size_t d) {
-  __m512 acc[NQ][W];
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) acc[i][j] = _mm512_loadu_ps(out[i] + d + j * kLanes);
-  for (int r = 0; r < n_rows; ++r) {
-    __m512 pr[NQ];
-    for (int i = 0; i < NQ; ++i) pr[i] = _mm512_set1_ps(p[i][r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
-    for (int j = 0; j < W; ++j) {
-      const __m512 vv = Load::vec(vr + j * kLanes * Load::kBytes);
-      for (int i = 0; i < NQ; ++i) acc[i][j] = _mm512_fmadd_ps(pr[i], vv, acc[i][j]);
-    }
-  }
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) _mm512_storeu_ps(out[i] + d + j * kLanes, acc[i][j]);
-}
-
-template <int NQ, class Load>
-void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
-              float* const* out) {
-  std::size_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_tile<NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d + kLanes <= hd; d += kLanes) pv_tile<NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d < hd; ++d)
-    for (int i = 0; i < NQ; ++i)
-      for (int r = 0; r < n_rows; ++r)
-        out[i][d] = std::fma(p[i][r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[i][d]);
-}
-
-template <class Load>
-void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
-                std::size_t hd, float* const* out) {
-  constexpr int kTile = 4;
-  const float* tp[kTile];
-  float* to[kTile];
-  int n = 0;
-  for (int i = 0; i < n_q; ++i) {
-    const float* pi = p + static_cast<std::size_t>(i) * p_stride;
-    if (!all_nonzero(pi, n_rows)) {  // skips rows: alone, through pv
-      pv<Load>(pi, v, v_stride, n_rows, hd, out[i]);
-      continue;
-    }
-    tp[n] = pi;
-    to[n++] = out[i];
-    if (n == kTile) {
-      pv_dense<kTile, Load>(tp, v, v_stride, n_rows, hd, to);
-      n = 0;
-    }
-  }
-  switch (n) {
-    case 1: return pv_dense<1, Load>(tp, v, v_stride, n_rows, hd, to);
-    case 2: return pv_dense<2, Load>(tp, v, v_stride, n_rows, hd, to);
-    case 3: return pv_dense<3, Load>(tp, v, v_stride, n_rows, hd, to);
-    default: return;
-  }
-}
+namespace clm {
+namespace {
 
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   std::size_t i = 0;
@@ -480,10 +402,10 @@ const AttnKernels& avx512_attn_kernels() {
                                  .scale_row = scale_row,
                                  .scores_f16 = scores<LoadF16>,
                                  .scores_f32 = scores<LoadF32>,
-                                 .pv_f16 = pv<LoadF16>,
-                                 .pv_f32 = pv<LoadF32>,
-                                 .pv_queries_f16 = pv_queries<LoadF16>,
-                                 .pv_queries_f32 = pv_queries<LoadF32>,
+                                 .pv_f16 = pv<PvZmm, LoadF16>,
+                                 .pv_f32 = pv<PvZmm, LoadF32>,
+                                 .pv_queries_f16 = pv_queries<PvZmm, LoadF16>,
+                                 .pv_queries_f32 = pv_queries<PvZmm, LoadF32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }
