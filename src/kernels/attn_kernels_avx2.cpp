@@ -207,7 +207,8 @@ void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q
 struct PvYmm {
   using Reg = __m256;
   static constexpr std::size_t kWidth = 8;
-  static constexpr int kPvTile = 2;  // 8 accumulators, 2 broadcasts and a V vector of 16 registers
+  static constexpr int kPvTile = 2;
+  static constexpr int kPvAccumulators = 8;  // 2 queries x 32 dims, 2 broadcasts and a V vector of 16 registers
   static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }

@@ -262,45 +262,47 @@ void transpose_rows(const std::byte* k, std::size_t k_stride, int n_rows, std::s
           i < n_rows ? Load::one(k + static_cast<std::size_t>(i) * k_stride, t) : 0.0f;
 }
 
-// The fma chain of lane l for NQ queries: A_l over all rows.
-template <int NQ>
-inline void lane_chain(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* a) {
-  for (int i = 0; i < NQ; ++i) a[i] = _mm512_setzero_ps();
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    const __m512 kv = _mm512_load_ps(kt + (j + l) * kLanes);
-    for (int i = 0; i < NQ; ++i) a[i] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[i][j + l]), a[i]);
-  }
-}
-
-// B_l = A_l + A_{l+8}: the halving's first step, for NQ queries.
-template <int NQ>
+// B_l = A_l + A_{l+8} for NQ queries: the fma chains of lanes l and l+8
+// (A_l over all rows, k[16j+l] * q[16j+l] added in order of j) side by side,
+// 2 * NQ independent chains to cover the fma latency, then the halving's
+// first step. kWhole: the whole-chunk elements of hd when known at compile
+// time (the loop unrolls), 0 to take `whole`.
+template <int NQ, std::size_t kWhole>
 inline void lane_pair(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* b) {
+  const std::size_t n = kWhole != 0 ? kWhole : whole;
   __m512 hi[NQ];
-  lane_chain<NQ>(kt, q, l, whole, b);
-  lane_chain<NQ>(kt, q, l + 8, whole, hi);
+  for (int i = 0; i < NQ; ++i) b[i] = hi[i] = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; j += kLanes) {
+    const __m512 klo = _mm512_load_ps(kt + (j + l) * kLanes);
+    const __m512 khi = _mm512_load_ps(kt + (j + l + 8) * kLanes);
+    for (int i = 0; i < NQ; ++i) {
+      b[i] = _mm512_fmadd_ps(klo, _mm512_set1_ps(q[i][j + l]), b[i]);
+      hi[i] = _mm512_fmadd_ps(khi, _mm512_set1_ps(q[i][j + l + 8]), hi[i]);
+    }
+  }
   for (int i = 0; i < NQ; ++i) b[i] = _mm512_add_ps(b[i], hi[i]);
 }
 
 // D_m = (B_m + B_{m+4}) + (B_{m+2} + B_{m+6}) for m = 0, 1: the second and
 // third steps, in the tree order that keeps few vectors live.
-template <int NQ>
+template <int NQ, std::size_t kWhole>
 inline void lane_quad(const float* kt, const float* const* q, std::size_t m, std::size_t whole, __m512* d) {
   __m512 b0[NQ], b4[NQ];
-  lane_pair<NQ>(kt, q, m, whole, b0);
-  lane_pair<NQ>(kt, q, m + 4, whole, b4);
+  lane_pair<NQ, kWhole>(kt, q, m, whole, b0);
+  lane_pair<NQ, kWhole>(kt, q, m + 4, whole, b4);
   for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(b0[i], b4[i]);  // C_m
-  lane_pair<NQ>(kt, q, m + 2, whole, b0);
-  lane_pair<NQ>(kt, q, m + 6, whole, b4);
+  lane_pair<NQ, kWhole>(kt, q, m + 2, whole, b0);
+  lane_pair<NQ, kWhole>(kt, q, m + 6, whole, b4);
   for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(d[i], _mm512_add_ps(b0[i], b4[i]));  // C_m + C_{m+2}
 }
 
-template <int NQ>
+template <int NQ, std::size_t kWhole>
 void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, std::size_t hd, float scale, float* out,
                           std::size_t out_stride) {
   const std::size_t whole = hd / kLanes * kLanes;
   __m512 s[NQ], d1[NQ];
-  lane_quad<NQ>(kt, q, 0, whole, s);
-  lane_quad<NQ>(kt, q, 1, whole, d1);
+  lane_quad<NQ, kWhole>(kt, q, 0, whole, s);
+  lane_quad<NQ, kWhole>(kt, q, 1, whole, d1);
   for (int i = 0; i < NQ; ++i) s[i] = _mm512_add_ps(s[i], d1[i]);  // D_0 + D_1
   for (std::size_t t = whole; t < hd; ++t) {
     const __m512 kv = _mm512_load_ps(kt + t * kLanes);
@@ -312,6 +314,25 @@ void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, st
                           _mm512_mul_ps(s[i], _mm512_set1_ps(scale)));
 }
 
+// Every query of a transposed chunk, in register tiles of kTile.
+template <std::size_t kWhole>
+void scores_transposed_all(const float* kt, const float* q, std::size_t q_stride, int n_q, int n_rows, std::size_t hd,
+                           float scale, float* out, std::size_t out_stride) {
+  constexpr int kTile = 4;
+  const float* qs[kTile];
+  int i = 0;
+  for (; i + kTile <= n_q; i += kTile) {
+    for (int t = 0; t < kTile; ++t) qs[t] = q + static_cast<std::size_t>(i + t) * q_stride;
+    scores_transposed_nq<kTile, kWhole>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride,
+                                        out_stride);
+  }
+  for (; i < n_q; ++i) {
+    qs[0] = q + static_cast<std::size_t>(i) * q_stride;
+    scores_transposed_nq<1, kWhole>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride,
+                                    out_stride);
+  }
+}
+
 template <class Load>
 void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
                        int n_q, std::size_t hd, float scale, float* out, std::size_t out_stride) {
@@ -319,16 +340,11 @@ void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, con
   // callers from profilers that copy a few KB of stack per sample.
   alignas(64) static thread_local float kt[kMaxTransposedHd * kLanes];
   transpose_rows<Load>(k, k_stride, n_rows, hd, kt);
-  constexpr int kTile = 4;
-  const float* qs[kTile];
-  int i = 0;
-  for (; i + kTile <= n_q; i += kTile) {
-    for (int t = 0; t < kTile; ++t) qs[t] = q + static_cast<std::size_t>(i + t) * q_stride;
-    scores_transposed_nq<kTile>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
-  }
-  for (; i < n_q; ++i) {
-    qs[0] = q + static_cast<std::size_t>(i) * q_stride;
-    scores_transposed_nq<1>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
+  // The common head sizes unrolled; the same operations either way.
+  switch (hd / kLanes) {
+    case 4: return scores_transposed_all<64>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
+    case 8: return scores_transposed_all<128>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
+    default: return scores_transposed_all<0>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
   }
 }
 
@@ -359,7 +375,8 @@ void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q
 struct PvZmm {
   using Reg = __m512;
   static constexpr std::size_t kWidth = 16;
-  static constexpr int kPvTile = 4;  // 16 accumulators (4 queries x 64 dims) of 32 registers
+  static constexpr int kPvTile = 8;
+  static constexpr int kPvAccumulators = 16;  // 8 queries x 32 dims, 8 broadcasts and a V vector of 32 registers
   static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }

@@ -1,7 +1,7 @@
 // The p.V accumulation of attn_kernels.h shared by the SIMD paths. Each path
 // includes this inside its own target region after defining its lane traits V:
 //   V::Reg, V::kWidth (floats per register), V::kPvTile (queries per register
-//   tile of pv_queries), V::zero(), V::load(const float*),
+//   tile of pv_queries), V::kPvAccumulators (registers a tile may hold), V::zero(), V::load(const float*),
 //   V::store(float*, Reg), V::set1(float), V::fma(a, b, c) (a * b + c),
 //   V::any_zero(Reg) (a lane equal to 0),
 // and K/V row loaders Load with Load::kBytes, Load::vec(const std::byte*) ->
@@ -13,6 +13,7 @@
 // the register width and how queries are tiled never change a bit.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -81,12 +82,16 @@ void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, in
     for (int j = 0; j < W; ++j) V::store(out[i] + d + j * kW, acc[i][j]);
 }
 
+// NQ queries over all of hd: register tiles of kSpan vectors per query, as
+// many as V::kPvAccumulators allows (at most 4: 64 dims on AVX-512), then
+// single vectors, then single elements.
 template <class V, int NQ, class Load>
 void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
               float* const* out) {
   constexpr std::size_t kW = V::kWidth;
+  constexpr int kSpan = std::clamp(V::kPvAccumulators / NQ, 1, 4);
   std::size_t d = 0;
-  for (; d + 4 * kW <= hd; d += 4 * kW) pv_tile<V, NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
+  for (; d + kSpan * kW <= hd; d += kSpan * kW) pv_tile<V, NQ, kSpan, Load>(p, v, v_stride, n_rows, out, d);
   for (; d + kW <= hd; d += kW) pv_tile<V, NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
   for (; d < hd; ++d)
     for (int i = 0; i < NQ; ++i)
