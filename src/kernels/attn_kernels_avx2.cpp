@@ -12,6 +12,7 @@
 
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 #pragma GCC push_options
@@ -26,26 +27,15 @@ constexpr std::size_t kHalf = 8;
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-inline float read_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline float read_f16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return _cvtsh_ss(v);
-}
-
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   static __m256 vec(const std::byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static float one(const std::byte* p, std::size_t i) { return read_f32(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   static __m256 vec(const std::byte* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static float one(const std::byte* p, std::size_t i) { return read_f16(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 };
 
 // 2^n for integral n in [-126, 127], built in the exponent field.

@@ -10,6 +10,7 @@
 
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 #pragma GCC push_options
@@ -29,26 +30,15 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __mmask16 tail_mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-inline float read_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline float read_f16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return _cvtsh_ss(v);
-}
-
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   static __m512 vec(const std::byte* p) { return _mm512_loadu_ps(p); }
-  static float one(const std::byte* p, std::size_t i) { return read_f32(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   static __m512 vec(const std::byte* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static float one(const std::byte* p, std::size_t i) { return read_f16(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 };
 
 // attn_exp.h's algorithm on 16 lanes. The clamps keep NaN (max/min return
