@@ -199,7 +199,6 @@ struct PvYmm {
   static constexpr std::size_t kWidth = 8;
   static constexpr int kPvTile = 2;
   static constexpr int kPvAccumulators = 8;  // 2 queries x 32 dims, 2 broadcasts and a V vector of 16 registers
-  static Reg zero() { return _mm256_setzero_ps(); }
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg set1(float x) { return _mm256_set1_ps(x); }

@@ -367,7 +367,6 @@ struct PvZmm {
   static constexpr std::size_t kWidth = 16;
   static constexpr int kPvTile = 8;
   static constexpr int kPvAccumulators = 16;  // 8 queries x 32 dims, 8 broadcasts and a V vector of 32 registers
-  static Reg zero() { return _mm512_setzero_ps(); }
   static Reg load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
   static Reg set1(float x) { return _mm512_set1_ps(x); }

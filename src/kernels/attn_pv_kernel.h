@@ -1,9 +1,9 @@
 // The p.V accumulation of attn_kernels.h shared by the SIMD paths. Each path
 // includes this inside its own target region after defining its lane traits V:
 //   V::Reg, V::kWidth (floats per register), V::kPvTile (queries per register
-//   tile of pv_queries), V::kPvAccumulators (registers a tile may hold), V::zero(), V::load(const float*),
-//   V::store(float*, Reg), V::set1(float), V::fma(a, b, c) (a * b + c),
-//   V::any_zero(Reg) (a lane equal to 0),
+//   tile of pv_queries), V::kPvAccumulators (accumulator registers a tile may
+//   hold), V::load(const float*), V::store(float*, Reg), V::set1(float),
+//   V::fma(a, b, c) (a * b + c), V::any_zero(Reg) (a lane equal to 0),
 // and K/V row loaders Load with Load::kBytes, Load::vec(const std::byte*) ->
 // V::Reg and Load::one(const std::byte*, index) -> float.
 //
