@@ -12,6 +12,7 @@
 
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 #pragma GCC push_options
@@ -26,26 +27,15 @@ constexpr std::size_t kHalf = 8;
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-inline float read_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline float read_f16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return _cvtsh_ss(v);
-}
-
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   static __m256 vec(const std::byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
-  static float one(const std::byte* p, std::size_t i) { return read_f32(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   static __m256 vec(const std::byte* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static float one(const std::byte* p, std::size_t i) { return read_f16(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 };
 
 // 2^n for integral n in [-126, 127], built in the exponent field.
@@ -203,99 +193,26 @@ void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q
   }
 }
 
-// W vectors of out stay in registers across all rows.
-template <int W, class Load>
-void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, float* out) {
-  __m256 acc[W];
-  for (int j = 0; j < W; ++j) acc[j] = _mm256_loadu_ps(out + j * kHalf);
-  for (int r = 0; r < n_rows; ++r) {
-    if (p[r] == 0.0f) continue;
-    const __m256 pr = _mm256_set1_ps(p[r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
-    for (int j = 0; j < W; ++j) acc[j] = _mm256_fmadd_ps(pr, Load::vec(vr + j * kHalf * Load::kBytes), acc[j]);
-  }
-  for (int j = 0; j < W; ++j) _mm256_storeu_ps(out + j * kHalf, acc[j]);
-}
+// The lanes of attn_pv_kernel.h: one register holds 8 of a row's elements.
+struct PvYmm {
+  using Reg = __m256;
+  static constexpr std::size_t kWidth = 8;
+  static constexpr int kPvTile = 2;
+  static constexpr int kPvAccumulators = 8;  // 2 queries x 32 dims, 2 broadcasts and a V vector of 16 registers
+  static Reg load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+  static Reg set1(float x) { return _mm256_set1_ps(x); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static bool any_zero(Reg v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ)) != 0; }
+};
 
-template <class Load>
-void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out) {
-  constexpr std::size_t kB = Load::kBytes;
-  std::size_t d = 0;
-  for (; d + 4 * kHalf <= hd; d += 4 * kHalf) pv_span<4, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d + kHalf <= hd; d += kHalf) pv_span<1, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d < hd; ++d)
-    for (int r = 0; r < n_rows; ++r)
-      if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
-}
+}  // namespace
+}  // namespace clm
 
-// True when every p[r], r < n, is nonzero: such a query's pv visits every
-// row, so it can share a register tile with others without any skipping.
-inline bool all_nonzero(const float* p, int n) {
-  const __m256 zero = _mm256_setzero_ps();
-  int r = 0;
-  for (; r + static_cast<int>(kHalf) <= n; r += static_cast<int>(kHalf))
-    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + r), zero, _CMP_EQ_OQ)) != 0) return false;
-  for (; r < n; ++r)
-    if (p[r] == 0.0f) return false;
-  return true;
-}
+#include "kernels/attn_pv_kernel.h"
 
-// NQ queries' W output vectors stay in registers over all rows; each V vector
-// is loaded and converted once for the tile. Every element gets its own
-// query's fma chain, row by row, as in pv.
-template <int NQ, int W, class Load>
-void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, float* const* out,
-             std::size_t d) {
-  __m256 acc[NQ][W];
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) acc[i][j] = _mm256_loadu_ps(out[i] + d + j * kHalf);
-  for (int r = 0; r < n_rows; ++r) {
-    __m256 pr[NQ];
-    for (int i = 0; i < NQ; ++i) pr[i] = _mm256_set1_ps(p[i][r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
-    for (int j = 0; j < W; ++j) {
-      const __m256 vv = Load::vec(vr + j * kHalf * Load::kBytes);
-      for (int i = 0; i < NQ; ++i) acc[i][j] = _mm256_fmadd_ps(pr[i], vv, acc[i][j]);
-    }
-  }
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) _mm256_storeu_ps(out[i] + d + j * kHalf, acc[i][j]);
-}
-
-template <int NQ, class Load>
-void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
-              float* const* out) {
-  std::size_t d = 0;
-  for (; d + 4 * kHalf <= hd; d += 4 * kHalf) pv_tile<NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d + kHalf <= hd; d += kHalf) pv_tile<NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d < hd; ++d)
-    for (int i = 0; i < NQ; ++i)
-      for (int r = 0; r < n_rows; ++r)
-        out[i][d] = std::fma(p[i][r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[i][d]);
-}
-
-template <class Load>
-void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
-                std::size_t hd, float* const* out) {
-  constexpr int kTile = 2;  // 8 accumulators, 2 broadcasts and a V vector of 16 registers
-  const float* tp[kTile];
-  float* to[kTile];
-  int n = 0;
-  for (int i = 0; i < n_q; ++i) {
-    const float* pi = p + static_cast<std::size_t>(i) * p_stride;
-    if (!all_nonzero(pi, n_rows)) {  // skips rows: alone, through pv
-      pv<Load>(pi, v, v_stride, n_rows, hd, out[i]);
-      continue;
-    }
-    tp[n] = pi;
-    to[n++] = out[i];
-    if (n == kTile) {
-      pv_dense<kTile, Load>(tp, v, v_stride, n_rows, hd, to);
-      n = 0;
-    }
-  }
-  if (n == 1) pv_dense<1, Load>(tp, v, v_stride, n_rows, hd, to);
-}
+namespace clm {
+namespace {
 
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   std::size_t i = 0;
@@ -322,10 +239,10 @@ const AttnKernels& avx2_attn_kernels() {
                                  .scale_row = scale_row,
                                  .scores_f16 = scores<LoadF16>,
                                  .scores_f32 = scores<LoadF32>,
-                                 .pv_f16 = pv<LoadF16>,
-                                 .pv_f32 = pv<LoadF32>,
-                                 .pv_queries_f16 = pv_queries<LoadF16>,
-                                 .pv_queries_f32 = pv_queries<LoadF32>,
+                                 .pv_f16 = pv<PvYmm, LoadF16>,
+                                 .pv_f32 = pv<PvYmm, LoadF32>,
+                                 .pv_queries_f16 = pv_queries<PvYmm, LoadF16>,
+                                 .pv_queries_f32 = pv_queries<PvYmm, LoadF32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

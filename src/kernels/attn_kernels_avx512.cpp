@@ -10,6 +10,7 @@
 
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
+#include "kernels/element_read.h"
 #include "util/half.h"
 
 #pragma GCC push_options
@@ -29,26 +30,15 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __mmask16 tail_mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
-inline float read_f32(const std::byte* p, std::size_t i) {
-  float v;
-  std::memcpy(&v, p + 4 * i, 4);
-  return v;
-}
-inline float read_f16(const std::byte* p, std::size_t i) {
-  uint16_t v;
-  std::memcpy(&v, p + 2 * i, 2);
-  return _cvtsh_ss(v);
-}
-
 struct LoadF32 {
   static constexpr std::size_t kBytes = 4;
   static __m512 vec(const std::byte* p) { return _mm512_loadu_ps(p); }
-  static float one(const std::byte* p, std::size_t i) { return read_f32(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
   static constexpr std::size_t kBytes = 2;
   static __m512 vec(const std::byte* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static float one(const std::byte* p, std::size_t i) { return read_f16(p, i); }
+  static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 };
 
 // attn_exp.h's algorithm on 16 lanes. The clamps keep NaN (max/min return
@@ -262,45 +252,47 @@ void transpose_rows(const std::byte* k, std::size_t k_stride, int n_rows, std::s
           i < n_rows ? Load::one(k + static_cast<std::size_t>(i) * k_stride, t) : 0.0f;
 }
 
-// The fma chain of lane l for NQ queries: A_l over all rows.
-template <int NQ>
-inline void lane_chain(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* a) {
-  for (int i = 0; i < NQ; ++i) a[i] = _mm512_setzero_ps();
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    const __m512 kv = _mm512_load_ps(kt + (j + l) * kLanes);
-    for (int i = 0; i < NQ; ++i) a[i] = _mm512_fmadd_ps(kv, _mm512_set1_ps(q[i][j + l]), a[i]);
-  }
-}
-
-// B_l = A_l + A_{l+8}: the halving's first step, for NQ queries.
-template <int NQ>
+// B_l = A_l + A_{l+8} for NQ queries: the fma chains of lanes l and l+8
+// (A_l over all rows, k[16j+l] * q[16j+l] added in order of j) side by side,
+// 2 * NQ independent chains to cover the fma latency, then the halving's
+// first step. kWhole: the whole-chunk elements of hd when known at compile
+// time (the loop unrolls), 0 to take `whole`.
+template <int NQ, std::size_t kWhole>
 inline void lane_pair(const float* kt, const float* const* q, std::size_t l, std::size_t whole, __m512* b) {
+  const std::size_t n = kWhole != 0 ? kWhole : whole;
   __m512 hi[NQ];
-  lane_chain<NQ>(kt, q, l, whole, b);
-  lane_chain<NQ>(kt, q, l + 8, whole, hi);
+  for (int i = 0; i < NQ; ++i) b[i] = hi[i] = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; j += kLanes) {
+    const __m512 klo = _mm512_load_ps(kt + (j + l) * kLanes);
+    const __m512 khi = _mm512_load_ps(kt + (j + l + 8) * kLanes);
+    for (int i = 0; i < NQ; ++i) {
+      b[i] = _mm512_fmadd_ps(klo, _mm512_set1_ps(q[i][j + l]), b[i]);
+      hi[i] = _mm512_fmadd_ps(khi, _mm512_set1_ps(q[i][j + l + 8]), hi[i]);
+    }
+  }
   for (int i = 0; i < NQ; ++i) b[i] = _mm512_add_ps(b[i], hi[i]);
 }
 
 // D_m = (B_m + B_{m+4}) + (B_{m+2} + B_{m+6}) for m = 0, 1: the second and
 // third steps, in the tree order that keeps few vectors live.
-template <int NQ>
+template <int NQ, std::size_t kWhole>
 inline void lane_quad(const float* kt, const float* const* q, std::size_t m, std::size_t whole, __m512* d) {
   __m512 b0[NQ], b4[NQ];
-  lane_pair<NQ>(kt, q, m, whole, b0);
-  lane_pair<NQ>(kt, q, m + 4, whole, b4);
+  lane_pair<NQ, kWhole>(kt, q, m, whole, b0);
+  lane_pair<NQ, kWhole>(kt, q, m + 4, whole, b4);
   for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(b0[i], b4[i]);  // C_m
-  lane_pair<NQ>(kt, q, m + 2, whole, b0);
-  lane_pair<NQ>(kt, q, m + 6, whole, b4);
+  lane_pair<NQ, kWhole>(kt, q, m + 2, whole, b0);
+  lane_pair<NQ, kWhole>(kt, q, m + 6, whole, b4);
   for (int i = 0; i < NQ; ++i) d[i] = _mm512_add_ps(d[i], _mm512_add_ps(b0[i], b4[i]));  // C_m + C_{m+2}
 }
 
-template <int NQ>
+template <int NQ, std::size_t kWhole>
 void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, std::size_t hd, float scale, float* out,
                           std::size_t out_stride) {
   const std::size_t whole = hd / kLanes * kLanes;
   __m512 s[NQ], d1[NQ];
-  lane_quad<NQ>(kt, q, 0, whole, s);
-  lane_quad<NQ>(kt, q, 1, whole, d1);
+  lane_quad<NQ, kWhole>(kt, q, 0, whole, s);
+  lane_quad<NQ, kWhole>(kt, q, 1, whole, d1);
   for (int i = 0; i < NQ; ++i) s[i] = _mm512_add_ps(s[i], d1[i]);  // D_0 + D_1
   for (std::size_t t = whole; t < hd; ++t) {
     const __m512 kv = _mm512_load_ps(kt + t * kLanes);
@@ -312,6 +304,25 @@ void scores_transposed_nq(const float* kt, const float* const* q, int n_rows, st
                           _mm512_mul_ps(s[i], _mm512_set1_ps(scale)));
 }
 
+// Every query of a transposed chunk, in register tiles of kTile.
+template <std::size_t kWhole>
+void scores_transposed_all(const float* kt, const float* q, std::size_t q_stride, int n_q, int n_rows, std::size_t hd,
+                           float scale, float* out, std::size_t out_stride) {
+  constexpr int kTile = 4;
+  const float* qs[kTile];
+  int i = 0;
+  for (; i + kTile <= n_q; i += kTile) {
+    for (int t = 0; t < kTile; ++t) qs[t] = q + static_cast<std::size_t>(i + t) * q_stride;
+    scores_transposed_nq<kTile, kWhole>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride,
+                                        out_stride);
+  }
+  for (; i < n_q; ++i) {
+    qs[0] = q + static_cast<std::size_t>(i) * q_stride;
+    scores_transposed_nq<1, kWhole>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride,
+                                    out_stride);
+  }
+}
+
 template <class Load>
 void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
                        int n_q, std::size_t hd, float scale, float* out, std::size_t out_stride) {
@@ -319,16 +330,11 @@ void scores_transposed(const std::byte* k, std::size_t k_stride, int n_rows, con
   // callers from profilers that copy a few KB of stack per sample.
   alignas(64) static thread_local float kt[kMaxTransposedHd * kLanes];
   transpose_rows<Load>(k, k_stride, n_rows, hd, kt);
-  constexpr int kTile = 4;
-  const float* qs[kTile];
-  int i = 0;
-  for (; i + kTile <= n_q; i += kTile) {
-    for (int t = 0; t < kTile; ++t) qs[t] = q + static_cast<std::size_t>(i + t) * q_stride;
-    scores_transposed_nq<kTile>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
-  }
-  for (; i < n_q; ++i) {
-    qs[0] = q + static_cast<std::size_t>(i) * q_stride;
-    scores_transposed_nq<1>(kt, qs, n_rows, hd, scale, out + static_cast<std::size_t>(i) * out_stride, out_stride);
+  // The common head sizes unrolled; the same operations either way.
+  switch (hd / kLanes) {
+    case 4: return scores_transposed_all<64>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
+    case 8: return scores_transposed_all<128>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
+    default: return scores_transposed_all<0>(kt, q, q_stride, n_q, n_rows, hd, scale, out, out_stride);
   }
 }
 
@@ -355,104 +361,26 @@ void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q
   }
 }
 
-// W vectors of out stay in registers across all rows; each element sees the
-// reference's fma sequence.
-template <int W, class Load>
-void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, float* out) {
-  __m512 acc[W];
-  for (int j = 0; j < W; ++j) acc[j] = _mm512_loadu_ps(out + j * kLanes);
-  for (int r = 0; r < n_rows; ++r) {
-    if (p[r] == 0.0f) continue;
-    const __m512 pr = _mm512_set1_ps(p[r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
-    for (int j = 0; j < W; ++j) acc[j] = _mm512_fmadd_ps(pr, Load::vec(vr + j * kLanes * Load::kBytes), acc[j]);
-  }
-  for (int j = 0; j < W; ++j) _mm512_storeu_ps(out + j * kLanes, acc[j]);
-}
+// The lanes of attn_pv_kernel.h: one register holds 16 of a row's elements.
+struct PvZmm {
+  using Reg = __m512;
+  static constexpr std::size_t kWidth = 16;
+  static constexpr int kPvTile = 8;
+  static constexpr int kPvAccumulators = 16;  // 8 queries x 32 dims, 8 broadcasts and a V vector of 32 registers
+  static Reg load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+  static Reg set1(float x) { return _mm512_set1_ps(x); }
+  static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static bool any_zero(Reg v) { return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ) != 0; }
+};
 
-template <class Load>
-void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out) {
-  constexpr std::size_t kB = Load::kBytes;
-  std::size_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_span<4, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d + kLanes <= hd; d += kLanes) pv_span<1, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d < hd; ++d)
-    for (int r = 0; r < n_rows; ++r)
-      if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
-}
+}  // namespace
+}  // namespace clm
 
-// True when every p[r], r < n, is nonzero: such a query's pv visits every
-// row, so it can share a register tile with others without any skipping.
-inline bool all_nonzero(const float* p, int n) {
-  const __m512 zero = _mm512_setzero_ps();
-  int r = 0;
-  for (; r + static_cast<int>(kLanes) <= n; r += static_cast<int>(kLanes))
-    if (_mm512_cmp_ps_mask(_mm512_loadu_ps(p + r), zero, _CMP_EQ_OQ) != 0) return false;
-  const __mmask16 m = tail_mask(static_cast<std::size_t>(n - r));
-  return _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, p + r), zero, _CMP_EQ_OQ) == 0;
-}
+#include "kernels/attn_pv_kernel.h"
 
-// NQ queries' W output vectors stay in registers over all rows; each V vector
-// is loaded and converted once for the tile. Every element gets its own
-// query's fma chain, row by row, as in pv.
-template <int NQ, int W, class Load>
-void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, float* const* out,
-             std::size_t d) {
-  __m512 acc[NQ][W];
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) acc[i][j] = _mm512_loadu_ps(out[i] + d + j * kLanes);
-  for (int r = 0; r < n_rows; ++r) {
-    __m512 pr[NQ];
-    for (int i = 0; i < NQ; ++i) pr[i] = _mm512_set1_ps(p[i][r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
-    for (int j = 0; j < W; ++j) {
-      const __m512 vv = Load::vec(vr + j * kLanes * Load::kBytes);
-      for (int i = 0; i < NQ; ++i) acc[i][j] = _mm512_fmadd_ps(pr[i], vv, acc[i][j]);
-    }
-  }
-  for (int i = 0; i < NQ; ++i)
-    for (int j = 0; j < W; ++j) _mm512_storeu_ps(out[i] + d + j * kLanes, acc[i][j]);
-}
-
-template <int NQ, class Load>
-void pv_dense(const float* const* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd,
-              float* const* out) {
-  std::size_t d = 0;
-  for (; d + 4 * kLanes <= hd; d += 4 * kLanes) pv_tile<NQ, 4, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d + kLanes <= hd; d += kLanes) pv_tile<NQ, 1, Load>(p, v, v_stride, n_rows, out, d);
-  for (; d < hd; ++d)
-    for (int i = 0; i < NQ; ++i)
-      for (int r = 0; r < n_rows; ++r)
-        out[i][d] = std::fma(p[i][r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[i][d]);
-}
-
-template <class Load>
-void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* v, std::size_t v_stride, int n_rows,
-                std::size_t hd, float* const* out) {
-  constexpr int kTile = 4;
-  const float* tp[kTile];
-  float* to[kTile];
-  int n = 0;
-  for (int i = 0; i < n_q; ++i) {
-    const float* pi = p + static_cast<std::size_t>(i) * p_stride;
-    if (!all_nonzero(pi, n_rows)) {  // skips rows: alone, through pv
-      pv<Load>(pi, v, v_stride, n_rows, hd, out[i]);
-      continue;
-    }
-    tp[n] = pi;
-    to[n++] = out[i];
-    if (n == kTile) {
-      pv_dense<kTile, Load>(tp, v, v_stride, n_rows, hd, to);
-      n = 0;
-    }
-  }
-  switch (n) {
-    case 1: return pv_dense<1, Load>(tp, v, v_stride, n_rows, hd, to);
-    case 2: return pv_dense<2, Load>(tp, v, v_stride, n_rows, hd, to);
-    case 3: return pv_dense<3, Load>(tp, v, v_stride, n_rows, hd, to);
-    default: return;
-  }
-}
+namespace clm {
+namespace {
 
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   std::size_t i = 0;
@@ -480,10 +408,10 @@ const AttnKernels& avx512_attn_kernels() {
                                  .scale_row = scale_row,
                                  .scores_f16 = scores<LoadF16>,
                                  .scores_f32 = scores<LoadF32>,
-                                 .pv_f16 = pv<LoadF16>,
-                                 .pv_f32 = pv<LoadF32>,
-                                 .pv_queries_f16 = pv_queries<LoadF16>,
-                                 .pv_queries_f32 = pv_queries<LoadF32>,
+                                 .pv_f16 = pv<PvZmm, LoadF16>,
+                                 .pv_f32 = pv<PvZmm, LoadF32>,
+                                 .pv_queries_f16 = pv_queries<PvZmm, LoadF16>,
+                                 .pv_queries_f32 = pv_queries<PvZmm, LoadF32>,
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -270,7 +270,8 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
 // p.V for many queries over the same rows: each query bitwise what pv gives
 // it alone, on every path, with queries of every kind mixed in one call:
 // some with zero probabilities (their rows hold NaN and must not be read),
-// some dense, in numbers that fill register tiles and leave remainders.
+// some dense, in every number up to two full tiles of 8 and a remainder
+// (so every partial tile, and with it every register span, is taken).
 TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
   for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{40}, std::size_t{200}}) {
     constexpr int kRows = 21;
@@ -280,7 +281,7 @@ TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
       std::memcpy(v32.bytes.data() + static_cast<std::size_t>(r) * v32.stride,
                   &v16.values[static_cast<std::size_t>(r) * hd], hd * 4);
     Rows v16_nan = v16, v32_nan = v32;
-    constexpr int kMaxQ = 11;
+    constexpr int kMaxQ = 20;
     constexpr std::size_t kPStride = kRows + 3;
     auto p = test::random_floats(kMaxQ * kPStride, 32, 0.0f, 0.2f);
     for (int i : {2, 7}) {  // queries 2 and 7 see row 4 and the last row with probability 0
@@ -293,7 +294,7 @@ TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
     const auto init = test::random_floats(kMaxQ * hd, 33);
     for (bool f16 : {true, false}) {
       const AttnKernels& ref = scalar_attn_kernels();
-      for (int nq : {1, 3, 4, 5, 8, kMaxQ}) {
+      for (int nq = 1; nq <= kMaxQ; ++nq) {
         // Queries 2 and 7 read rows that are NaN only where their p is 0; the
         // others are given the clean rows so that all of them share a call.
         std::vector<float> want(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(nq * hd));

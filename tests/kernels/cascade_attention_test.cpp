@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_support.h"
@@ -59,8 +60,9 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
     for (KvType type : {KvType::F32, KvType::F16}) {
-      for (int ratio : {1, 4}) {
-        const KvGeometry g{2, 2, 40, kBlock, type};
+      // Head size 40 takes the kernels' general loops, 64 their unrolled ones.
+      for (auto [ratio, head_dim] : {std::pair{1, 40}, std::pair{4, 40}, std::pair{4, 64}}) {
+        const KvGeometry g{2, 2, head_dim, kBlock, type};
         const int n_heads = g.n_kv_heads * ratio;
         Pool pool(g, 16);
         // Blocks 0-2 are a common prefix of the first sequences (24 slots).
@@ -73,10 +75,11 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
         // Enough queries to fill several register tiles and leave remainders:
         // the same five sequences again, with other queries.
         for (std::size_t i = 5; i < static_cast<std::size_t>(kMaxCascadeQueries); ++i) seqs.push_back(seqs[i % 5]);
-        const float scale = 1.0f / std::sqrt(40.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         const std::size_t per_q = static_cast<std::size_t>(n_heads) * g.head_dim;
         for (int shared : {0, 8, 24}) {
-          for (int nq : {1, 2, 3, 4, 5, 9, 17, kMaxCascadeQueries}) {
+          // Every query count: each register tile shape and remainder.
+          for (int nq = 1; nq <= kMaxCascadeQueries; ++nq) {
             const auto q = test::random_floats(per_q * static_cast<std::size_t>(nq), 90u + static_cast<unsigned>(nq));
             std::vector<float> want(q.size(), NAN), got(q.size(), NAN);
             std::vector<std::vector<float>> want_mass, got_mass;
@@ -105,6 +108,7 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
             }
             const std::string where = std::string(kernel_path_name(path)) + " f16=" +
                                       std::to_string(type == KvType::F16) + " ratio " + std::to_string(ratio) +
+                                      " head_dim " + std::to_string(head_dim) +
                                       " shared " + std::to_string(shared) + " queries " + std::to_string(nq);
             ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;
             for (int i = 0; i < nq; ++i) {
