@@ -21,9 +21,10 @@ namespace {
 // rows pass kTileW at a time.
 constexpr std::size_t kWeightBlockBytes = 128u << 10;
 // Every block streams all n activation rows past it once, so a block of few
-// rows pays for that stream with little arithmetic. The float types' rows are
-// f32 (four times the bytes of the quantized types' Q8 copies), and 128 KiB
-// of 5632-wide f16 rows (a 1B model's ffn_down) is a single tile of 8: there
+// rows pays for that stream with little arithmetic. F32 weights' activation
+// rows are f32 (four times the bytes of the quantized types' Q8 copies), and
+// (measured when F16 weights still took these tiles) 128 KiB of 5632-wide
+// f16 rows (a 1B model's ffn_down) is a single tile of 8: there
 // the activations, 11 MiB for a 512-token prompt, came from L3 once per 8
 // weight rows and the tile ran at 70% of its speed on 2048-wide rows. Float
 // blocks therefore take at least kMinFloatBlockRows rows, up to
