@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <random>
 #include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/cpu_features.h"
+#include "kernels/float_panels.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
@@ -33,6 +35,7 @@ std::vector<float> random_floats(std::size_t n, uint32_t seed) {
 struct Matrix {
   std::vector<std::byte> bytes;
   WeightMatrix w;
+  std::optional<PanelBuffer> panels;  // F16 / BF16: packed once, as a loaded model's are
 };
 
 Matrix make_matrix(WeightType type, int rows, int cols) {
@@ -44,6 +47,7 @@ Matrix make_matrix(WeightType type, int rows, int cols) {
     quantize_row(type, values.data() + static_cast<std::size_t>(r) * static_cast<std::size_t>(cols),
                  m.bytes.data() + static_cast<std::size_t>(r) * rb, static_cast<std::size_t>(cols));
   m.w = WeightMatrix{type, m.bytes.data(), rows, cols, rb};
+  if (uses_panels(type)) m.w.panels = m.panels.emplace(pack_panels(m.w)).data();
   return m;
 }
 

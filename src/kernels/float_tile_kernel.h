@@ -1,5 +1,6 @@
 // The register-tiled float dot shared by the SIMD paths: weights stored as
-// f32 / f16 / bf16 times f32 activations. Each path includes this inside its
+// f32 times f32 activations (F16 and BF16 weights take the panel tiles of
+// panel_tile_kernel.h). Each path includes this inside its
 // own target region after defining its lane traits V:
 //   V::Reg, V::kLanes, V::zero(), V::load_x(const float*), V::fma(a, b, c),
 //   V::sum(Reg) -> float (a fixed horizontal reduction),

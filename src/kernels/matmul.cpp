@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/float_panels.h"
 #include "kernels/quantize.h"
 #include "kernels/vec_dot.h"
 
@@ -20,9 +21,10 @@ namespace {
 // rows pass kTileW at a time.
 constexpr std::size_t kWeightBlockBytes = 128u << 10;
 // Every block streams all n activation rows past it once, so a block of few
-// rows pays for that stream with little arithmetic. The float types' rows are
-// f32 (four times the bytes of the quantized types' Q8 copies), and 128 KiB
-// of 5632-wide f16 rows (a 1B model's ffn_down) is a single tile of 8: there
+// rows pays for that stream with little arithmetic. F32 weights' activation
+// rows are f32 (four times the bytes of the quantized types' Q8 copies), and
+// (measured when F16 weights still took these tiles) 128 KiB of 5632-wide
+// f16 rows (a 1B model's ffn_down) is a single tile of 8: there
 // the activations, 11 MiB for a 512-token prompt, came from L3 once per 8
 // weight rows and the tile ran at 70% of its speed on 2048-wide rows. Float
 // blocks therefore take at least kMinFloatBlockRows rows, up to
@@ -126,6 +128,65 @@ struct TileFromDots {
   }
 };
 
+// Loop order only, as for the tiles above: a thread's panels are taken in
+// blocks of about kPanelBlockBytes (at least the two panels of a register
+// tile), which stay in L2 while the activation rows stream past them kTileX
+// at a time; those rows (12 of 5632 columns are 264 KiB) fit beside them.
+constexpr std::size_t kPanelBlockBytes = 384u << 10;
+
+// Panels [p_begin, p_end) of one F16 / BF16 product.
+void run_panels(const WeightMatrix& w, float* y, std::size_t p_begin, std::size_t p_end, const float* x, int n,
+                PanelTileFn tile) {
+  const std::size_t cols = static_cast<std::size_t>(w.cols);
+  const std::size_t rows = static_cast<std::size_t>(w.rows);
+  const std::size_t nn = static_cast<std::size_t>(n);
+  const std::size_t pb = panel_bytes(w.type, cols);
+  // One activation row reuses nothing: its panels go to the tile in one run,
+  // so decode's micro tiles always walk their full width.
+  const std::size_t block = n == 1 ? p_end - p_begin : std::max<std::size_t>(2, kPanelBlockBytes / pb);
+  for (std::size_t p0 = p_begin; p0 < p_end; p0 += block) {
+    const std::size_t row0 = p0 * kPanelRows;
+    const int nw = static_cast<int>(std::min(rows, std::min(p_end, p0 + block) * kPanelRows) - row0);
+    for (std::size_t r = 0; r < nn; r += kTileX)
+      tile(w.panels + p0 * pb, pb, nw, x + r * cols, cols, static_cast<int>(std::min<std::size_t>(kTileX, nn - r)),
+           cols, y + r * rows + row0, rows);
+  }
+}
+
+// Every panel of every product in one parallel loop, as for_each_tile.
+void for_each_panel(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool, PanelTileFn tile) {
+  std::size_t total = 0;
+  for (const MatmulOutput& o : outs) total += panel_count(static_cast<std::size_t>(o.w->rows));
+  pool.parallel_for(total, [&](std::size_t begin, std::size_t end) {
+    std::size_t base = 0;
+    for (const MatmulOutput& o : outs) {
+      const std::size_t count = panel_count(static_cast<std::size_t>(o.w->rows));
+      const std::size_t b = std::max(begin, base), e = std::min(end, base + count);
+      if (b < e) run_panels(*o.w, o.y, b - base, e - base, x, n, tile);
+      base += count;
+    }
+  });
+}
+
+// for_each_panel for matrices that may lack their panels: those are packed
+// for this call (a loaded model's all have them, so this never allocates there).
+void for_each_panel_packing(std::span<const MatmulOutput> outs, const float* x, int n, ThreadPool& pool,
+                            PanelTileFn tile) {
+  if (std::all_of(outs.begin(), outs.end(), [](const MatmulOutput& o) { return o.w->panels != nullptr; }))
+    return for_each_panel(outs, x, n, pool, tile);
+  std::vector<PanelBuffer> packed;
+  std::vector<WeightMatrix> ws;
+  packed.reserve(outs.size());
+  ws.reserve(outs.size());
+  std::vector<MatmulOutput> with_panels;
+  for (const MatmulOutput& o : outs) {
+    ws.push_back(*o.w);
+    if (ws.back().panels == nullptr) ws.back().panels = packed.emplace_back(pack_panels(*o.w)).data();
+    with_panels.push_back({&ws.back(), o.y});
+  }
+  for_each_panel(with_panels, x, n, pool, tile);
+}
+
 // Quantized copies of the activation rows (Q8_0 or Q8_K) for the quantized weight types.
 std::byte* activation_buffer(std::size_t bytes) {
   thread_local std::vector<std::byte> buffer;
@@ -184,6 +245,10 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
     prepare_all();
     run(xb, x_stride, tile, dot, dot4);
   };
+  auto panel_dot = [&](PanelTileFn tile) {
+    prepare_all();
+    for_each_panel_packing(outs, x, n, pool, tile);
+  };
   auto quant_dot = [&](TileFn tile, QuantDot dot, QuantDot4 dot4) {
     const WeightType act = activation_type(w.type);
     const std::size_t q_stride = row_bytes(act, cols);
@@ -202,8 +267,8 @@ void matmul_shared_input(std::span<const MatmulOutput> outs, const float* x, int
 
   switch (w.type) {
     case WeightType::F32: float_dot(k.tile_f32, k.dot_f32, k.dot4_f32); return;
-    case WeightType::F16: float_dot(k.tile_f16, k.dot_f16, k.dot4_f16); return;
-    case WeightType::BF16: float_dot(k.tile_bf16, k.dot_bf16, k.dot4_bf16); return;
+    case WeightType::F16: panel_dot(k.panel_f16); return;
+    case WeightType::BF16: panel_dot(k.panel_bf16); return;
     case WeightType::Q8_0: quant_dot(k.tile_q8_0, k.dot_q8_0, k.dot4_q8_0); return;
     case WeightType::Q4_0: quant_dot(k.tile_q4_0, k.dot_q4_0, k.dot4_q4_0); return;
     case WeightType::Q4_K: quant_dot(k.tile_q4_k, k.dot_q4_k, k.dot4_q4_k); return;

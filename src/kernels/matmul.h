@@ -2,7 +2,9 @@
 // Q5_K, Q6_K) and a batch of f32 activation rows. Batch-invariant: every output
 // element is one call of one dot routine whose reduction order depends only on
 // cols and the kernel path, so a row's result is bitwise the same whatever the
-// batch size, its place in the batch, or the thread count.
+// batch size, its place in the batch, or the thread count. F16 and BF16
+// outputs are one fused multiply-add chain over k (vec_dot.h, PanelTileFn),
+// the same bits on every path.
 #pragma once
 
 #include <cstddef>
@@ -15,12 +17,16 @@ namespace clm {
 
 // GGUF/ggml layout: dims[0] = cols. Row o (an output feature) is `cols`
 // elements stored contiguously at data + o * row_bytes.
+// F16 and BF16 matrices are multiplied from a panel copy (float_panels.h),
+// made once when a model loads: `panels` points to it. Where it is null
+// (tests, tools) matmul packs the matrix for the call.
 struct WeightMatrix {
   WeightType type;
   const std::byte* data;
   int rows;
   int cols;
   std::size_t row_bytes;
+  const std::byte* panels = nullptr;
 };
 
 // x: [n][cols] row-major; y: [n][rows], y[r * rows + o] = dot(W row o, x row r).

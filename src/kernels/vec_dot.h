@@ -13,7 +13,7 @@ namespace clm {
 
 // A register tile of a matmul: nw (1..kTileW) weight rows, w_stride bytes
 // apart, times nx (1..kTileX) activation rows, x_stride bytes apart (f32 rows
-// for the float types, quantized rows for the others), n elements each.
+// for F32 weights, quantized rows for the others), n elements each.
 // y[j * y_stride + i] = the product of weight row i and activation row j,
 // bitwise what the type's dot_* returns for that pair alone: a tile may load
 // each weight and activation vector once for many outputs, but every output
@@ -23,17 +23,28 @@ using TileFn = void (*)(const std::byte* w, std::size_t w_stride, int nw, const 
 inline constexpr int kTileW = 8;
 inline constexpr int kTileX = 12;
 
+// The panel tile of the F16 and BF16 weights, which matmul multiplies in
+// panels (float_panels.h: kPanelRows output rows interleaved along the
+// reduction, panel[k][kPanelRows], each panel panel_bytes apart, the last one
+// zero-padded): nw (>= 1) output rows starting at the first row of `panels`,
+// times nx (>= 1) f32 activation rows x_stride floats apart, n elements each.
+// y[j * y_stride + i] = the product of output row i and activation row j in
+// the canonical order of these types, the only one any path performs:
+//   acc = +0.0f; for k = 0 .. n-1: acc = fma(w[k], x[k], acc)
+// one fused multiply-add chain per output (the weights converted to f32
+// exactly), so every path gives the same bits, whatever the tiling. Rows of
+// y past nw are not written.
+using PanelTileFn = void (*)(const std::byte* panels, std::size_t panel_bytes, int nw, const float* x,
+                             std::size_t x_stride, int nx, std::size_t n, float* y, std::size_t y_stride);
+inline constexpr int kPanelRows = 16;
+
 struct VecKernels {
-  // Row of n f32 / f16 / bf16 values (any alignment) times n f32 values.
+  // Row of n f32 values (any alignment) times n f32 values.
   float (*dot_f32)(const std::byte* w, const float* x, std::size_t n);
-  float (*dot_f16)(const std::byte* w, const float* x, std::size_t n);
-  float (*dot_bf16)(const std::byte* w, const float* x, std::size_t n);
   // Four activation rows (x_stride floats apart) against one weight row, so
   // each weight vector is loaded and converted once for all four. out[r] is
   // bitwise what dot_* returns for row r alone: only the loop order differs.
   void (*dot4_f32)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
-  void (*dot4_f16)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
-  void (*dot4_bf16)(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out);
   // Row of n/32 Q8_0 or Q4_0 blocks times n/32 Q8_0 blocks of activations.
   // The activation quants must lie in [-127, 127] (what quantize_row makes).
   float (*dot_q8_0)(const std::byte* w, const std::byte* xq, std::size_t n);
@@ -55,7 +66,9 @@ struct VecKernels {
   void (*dot4_q6_k)(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::size_t n, float* out);
   // Tiles per weight type (see TileFn); null where a path has none, and then
   // matmul composes the tile from dot_* and dot4_*.
-  TileFn tile_f32, tile_f16, tile_bf16, tile_q8_0, tile_q4_0, tile_q4_k, tile_q5_k, tile_q6_k;
+  TileFn tile_f32, tile_q8_0, tile_q4_0, tile_q4_k, tile_q5_k, tile_q6_k;
+  // The F16 and BF16 weights' panel tiles (see PanelTileFn).
+  PanelTileFn panel_f16, panel_bf16;
   // y[i] += a * v[i] for v stored as f32 / f16.
   void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
   void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);

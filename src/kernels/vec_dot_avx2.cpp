@@ -59,12 +59,15 @@ struct Ymm {
   static Reg load_x(const float* p) { return _mm256_loadu_ps(p); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static float sum(Reg v) { return hsum(v); }
+  static Reg broadcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
 };
 
 }  // namespace
 }  // namespace clm
 
 #include "kernels/float_tile_kernel.h"
+#include "kernels/panel_tile_kernel.h"
 
 namespace clm {
 namespace {
@@ -76,20 +79,17 @@ constexpr int kRegW = 4, kRegX = 3, kRegW1 = 8;
 static_assert(kTileW % kRegW == 0 && kTileX % kRegX == 0 && kTileW % kRegW1 == 0);
 
 float dot_f32(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadF32>(w, x, n); }
-float dot_f16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadF16>(w, x, n); }
-float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Ymm, LoadBf16>(w, x, n); }
 void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
   float_dot4<Ymm, LoadF32>(w, x, x_stride, n, out);
 }
-void dot4_f16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  float_dot4<Ymm, LoadF16>(w, x, x_stride, n, out);
-}
-void dot4_bf16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  float_dot4<Ymm, LoadBf16>(w, x, x_stride, n, out);
-}
 constexpr TileFn tile_f32 = float_tile<Ymm, LoadF32, kRegW, kRegX, kRegW1>;
-constexpr TileFn tile_f16 = float_tile<Ymm, LoadF16, kRegW, kRegX, kRegW1>;
-constexpr TileFn tile_bf16 = float_tile<Ymm, LoadBf16, kRegW, kRegX, kRegW1>;
+
+// Panel tiles of 1 panel (2 ymm) x 6 activation rows: 12 accumulators, 2
+// panel vectors and a broadcast of the 16 ymm registers. Decode walks 4
+// panels at once: 8 independent chains.
+constexpr int kPanelRegP = 1, kPanelRegX = 6, kPanelRegP1 = 4;
+constexpr PanelTileFn panel_f16 = panel_tile<Ymm, LoadF16, kPanelRegP, kPanelRegX, kPanelRegP1>;
+constexpr PanelTileFn panel_bf16 = panel_tile<Ymm, LoadBf16, kPanelRegP, kPanelRegX, kPanelRegP1>;
 
 // 32 signed bytes times 32 signed bytes -> 8 exact int32 partial sums. maddubs
 // wants an unsigned operand, so |w| carries the magnitude and x takes w's sign;
@@ -231,11 +231,7 @@ namespace clm {
 // Outside the target region: callable on any CPU, it only hands out addresses.
 const VecKernels& avx2_vec_kernels() {
   static constexpr VecKernels k{.dot_f32 = dot_f32,
-                                .dot_f16 = dot_f16,
-                                .dot_bf16 = dot_bf16,
                                 .dot4_f32 = dot4_f32,
-                                .dot4_f16 = dot4_f16,
-                                .dot4_bf16 = dot4_bf16,
                                 .dot_q8_0 = dot_q8_0,
                                 .dot_q4_0 = dot_q4_0,
                                 .dot4_q8_0 = dot4_q8_0,
@@ -247,13 +243,13 @@ const VecKernels& avx2_vec_kernels() {
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
                                 .tile_f32 = tile_f32,
-                                .tile_f16 = tile_f16,
-                                .tile_bf16 = tile_bf16,
                                 .tile_q8_0 = tile_q8_0,
                                 .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,
                                 .tile_q5_k = nullptr,
                                 .tile_q6_k = nullptr,
+                                .panel_f16 = panel_f16,
+                                .panel_bf16 = panel_bf16,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,

@@ -67,12 +67,15 @@ struct Zmm {
   static Reg load_x(const float* p) { return _mm512_loadu_ps(p); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm512_fmadd_ps(a, b, c); }
   static float sum(Reg v) { return hsum256(fold512(v)); }
+  static Reg broadcast(const float* p) { return _mm512_set1_ps(*p); }
+  static void store(float* p, Reg v) { _mm512_storeu_ps(p, v); }
 };
 
 }  // namespace
 }  // namespace clm
 
 #include "kernels/float_tile_kernel.h"
+#include "kernels/panel_tile_kernel.h"
 
 namespace clm {
 namespace {
@@ -85,20 +88,18 @@ constexpr int kRegW = 4, kRegX = 6, kRegW1 = 8;
 static_assert(kTileW % kRegW == 0 && kTileX % kRegX == 0 && kTileW % kRegW1 == 0);
 
 float dot_f32(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadF32>(w, x, n); }
-float dot_f16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadF16>(w, x, n); }
-float dot_bf16(const std::byte* w, const float* x, std::size_t n) { return float_dot<Zmm, LoadBf16>(w, x, n); }
 void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
   float_dot4<Zmm, LoadF32>(w, x, x_stride, n, out);
 }
-void dot4_f16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  float_dot4<Zmm, LoadF16>(w, x, x_stride, n, out);
-}
-void dot4_bf16(const std::byte* w, const float* x, std::size_t x_stride, std::size_t n, float* out) {
-  float_dot4<Zmm, LoadBf16>(w, x, x_stride, n, out);
-}
 constexpr TileFn tile_f32 = float_tile<Zmm, LoadF32, kRegW, kRegX, kRegW1>;
-constexpr TileFn tile_f16 = float_tile<Zmm, LoadF16, kRegW, kRegX, kRegW1>;
-constexpr TileFn tile_bf16 = float_tile<Zmm, LoadBf16, kRegW, kRegX, kRegW1>;
+
+// Panel tiles of 2 panels x 12 activation rows: 24 accumulators, 2 panel
+// vectors and a broadcast of the 32 zmm registers, 2 conversions and 12
+// broadcasts per 24 fmas. Decode walks 8 panels at once: 8 independent
+// chains, 8 sequential streams.
+constexpr int kPanelRegP = 2, kPanelRegX = 12, kPanelRegP1 = 8;
+constexpr PanelTileFn panel_f16 = panel_tile<Zmm, LoadF16, kPanelRegP, kPanelRegX, kPanelRegP1>;
+constexpr PanelTileFn panel_bf16 = panel_tile<Zmm, LoadBf16, kPanelRegP, kPanelRegX, kPanelRegP1>;
 
 // Two blocks (64 signed bytes each side) -> 16 exact int32 partial sums, the
 // low 8 from the first block. As in the AVX2 path, |w| is the unsigned operand
@@ -315,11 +316,7 @@ namespace clm {
 // Outside the target region: callable on any CPU, it only hands out addresses.
 const VecKernels& avx512_vec_kernels() {
   static constexpr VecKernels k{.dot_f32 = dot_f32,
-                                .dot_f16 = dot_f16,
-                                .dot_bf16 = dot_bf16,
                                 .dot4_f32 = dot4_f32,
-                                .dot4_f16 = dot4_f16,
-                                .dot4_bf16 = dot4_bf16,
                                 .dot_q8_0 = dot_q8_0,
                                 .dot_q4_0 = dot_q4_0,
                                 .dot4_q8_0 = dot4_q8_0,
@@ -331,13 +328,13 @@ const VecKernels& avx512_vec_kernels() {
                                 .dot4_q5_k = dot4_q5_k,
                                 .dot4_q6_k = dot4_q6_k,
                                 .tile_f32 = tile_f32,
-                                .tile_f16 = tile_f16,
-                                .tile_bf16 = tile_bf16,
                                 .tile_q8_0 = tile_q8_0,
                                 .tile_q4_0 = tile_q4_0,
                                 .tile_q4_k = nullptr,
                                 .tile_q5_k = nullptr,
                                 .tile_q6_k = nullptr,
+                                .panel_f16 = panel_f16,
+                                .panel_bf16 = panel_bf16,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,

@@ -1,4 +1,5 @@
 // The scalar reference of vec_dot.h: plain C++, baseline instruction set.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -40,11 +41,23 @@ float lane_dot(const std::byte* w, const float* x, std::size_t n, Load load) {
 }
 
 float dot_f32(const std::byte* w, const float* x, std::size_t n) { return lane_dot(w, x, n, load_f32); }
-float dot_f16(const std::byte* w, const float* x, std::size_t n) {
-  return lane_dot(w, x, n, load_f16);
-}
-float dot_bf16(const std::byte* w, const float* x, std::size_t n) {
-  return lane_dot(w, x, n, load_bf16);
+
+// The canonical order of the F16 and BF16 weights (vec_dot.h, PanelTileFn):
+// one fused chain per output from +0, element k of panel row i read where
+// the panel layout keeps it. The reference of every path's panel tile.
+template <float (*Load)(const std::byte*, std::size_t)>
+void panel_float(const std::byte* panels, std::size_t panel_bytes, int nw, const float* x, std::size_t x_stride,
+                 int nx, std::size_t n, float* y, std::size_t y_stride) {
+  for (int j = 0; j < nx; ++j) {
+    const float* xr = x + static_cast<std::size_t>(j) * x_stride;
+    for (int i = 0; i < nw; ++i) {
+      const std::byte* p = panels + static_cast<std::size_t>(i / kPanelRows) * panel_bytes;
+      const std::size_t lane = static_cast<std::size_t>(i % kPanelRows);
+      float acc = 0.0f;
+      for (std::size_t k = 0; k < n; ++k) acc = std::fma(Load(p, k * kPanelRows + lane), xr[k], acc);
+      y[static_cast<std::size_t>(j) * y_stride + static_cast<std::size_t>(i)] = acc;
+    }
+  }
 }
 
 // The reference has no tiling: independent dots, four for dot4 and one per
@@ -193,11 +206,7 @@ void quantize_q8_0_row(const float* x, std::byte* dst, std::size_t n) { quantize
 
 const VecKernels& scalar_vec_kernels() {
   static constexpr VecKernels k{.dot_f32 = dot_f32,
-                                .dot_f16 = dot_f16,
-                                .dot_bf16 = dot_bf16,
                                 .dot4_f32 = dot4_float<dot_f32>,
-                                .dot4_f16 = dot4_float<dot_f16>,
-                                .dot4_bf16 = dot4_float<dot_bf16>,
                                 .dot_q8_0 = dot_q8_0,
                                 .dot_q4_0 = dot_q4_0,
                                 .dot4_q8_0 = dot4<dot_q8_0>,
@@ -209,13 +218,13 @@ const VecKernels& scalar_vec_kernels() {
                                 .dot4_q5_k = dot4<dot_q5_k>,
                                 .dot4_q6_k = dot4<dot_q6_k>,
                                 .tile_f32 = tile_float<dot_f32>,
-                                .tile_f16 = tile_float<dot_f16>,
-                                .tile_bf16 = tile_float<dot_bf16>,
                                 .tile_q8_0 = nullptr,
                                 .tile_q4_0 = nullptr,
                                 .tile_q4_k = nullptr,
                                 .tile_q5_k = nullptr,
                                 .tile_q6_k = nullptr,
+                                .panel_f16 = panel_float<load_f16>,
+                                .panel_bf16 = panel_float<load_bf16>,
                                 .axpy_f32 = axpy_f32,
                                 .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,

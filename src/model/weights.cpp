@@ -1,7 +1,10 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 
+#include "kernels/float_panels.h"
 #include "kernels/quantize.h"
 
 namespace clm {
@@ -64,6 +67,37 @@ WeightMatrix row_range(const WeightMatrix& w, int first, int count) {
   return WeightMatrix{w.type, w.data + static_cast<std::size_t>(first) * w.row_bytes, count, w.cols, w.row_bytes};
 }
 
+// Gives every F16 / BF16 matrix that matmul multiplies its panel copy, all
+// in w.panels. Each matrix is packed by all the cores: a 1B F16 model has
+// 2 GiB of them, and loading should stay a matter of reading the file.
+Status pack_float_matrices(ModelWeights& w) {
+  std::vector<WeightMatrix*> todo;
+  const auto consider = [&](WeightMatrix& m) {
+    if (uses_panels(m.type)) todo.push_back(&m);
+  };
+  consider(w.output);
+  for (LayerWeights& l : w.layers)
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) consider(*m);
+  // Each matrix's panels start on a cache line.
+  const auto bytes_of = [](const WeightMatrix& m) {
+    const std::size_t b = panels_bytes(m.type, static_cast<std::size_t>(m.rows), static_cast<std::size_t>(m.cols));
+    return (b + 63) / 64 * 64;
+  };
+  std::size_t total = 0;
+  for (const WeightMatrix* m : todo) total += bytes_of(*m);
+  auto region = HugePageRegion::allocate(total);
+  if (!region) return fail("model: F16/BF16 weight panels: " + region.error().message);
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::size_t offset = 0;
+  for (WeightMatrix* m : todo) {
+    pack_panels_parallel(*m, region->data() + offset, threads);
+    m->panels = region->data() + offset;
+    offset += bytes_of(*m);
+  }
+  if (auto ro = region->make_read_only(); !ro) return ro;
+  w.panels = std::move(*region);
+  return {};
+}
 }  // namespace
 
 Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
@@ -127,6 +161,7 @@ Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
     CLM_BIND(l.w_down, b.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
   }
 #undef CLM_BIND
+  if (auto packed = pack_float_matrices(w); !packed) return std::unexpected(packed.error());
   return w;
 }
 

@@ -1,6 +1,7 @@
 // The tensors of a llama-family model bound to their roles. Matrices are used
 // in place from the memory map (fused ones, as phi3 stores them, as row-range
-// views); small vectors (norms, biases) are converted to f32 once at load. Every tensor's shape and type is checked here so the
+// views), except that the F16 / BF16 ones matmul multiplies are repacked into
+// panels of their own (float_panels.h) at load; small vectors (norms, biases) are converted to f32 once at load. Every tensor's shape and type is checked here so the
 // forward pass can trust them.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include "model/gguf.h"
 #include "model/model_config.h"
 #include "util/error.h"
+#include "util/huge_page_region.h"
 
 namespace clm {
 
@@ -36,6 +38,10 @@ struct ModelWeights {
   WeightMatrix output;               // [n_vocab][n_embd]; token_embd when tied
   std::vector<LayerWeights> layers;
   std::vector<std::vector<float>> owned;  // storage of the f32 vectors above
+  // The panel copies of the F16 / BF16 matrices multiplied above (their
+  // `panels`), in one read-only region of huge pages (decode streams them as
+  // it would the weights); token_embd's rows are looked up from the file.
+  HugePageRegion panels;
 };
 
 Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& config);
