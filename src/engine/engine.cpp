@@ -56,6 +56,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   e->model_ = std::move(*model);
   e->fingerprint_ = options.known_fingerprint ? *options.known_fingerprint : model_fingerprint(e->model_->file());
   e->cache_fingerprint_ = clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()));
+  // The fingerprint was the last reader of the packed matrices' file bytes.
+  e->model_->release_packed_file_bytes();
 
   const ModelConfig& c = e->model_->config();
   KvGeometry g;

@@ -16,7 +16,7 @@
 namespace clm {
 
 // Bumped whenever any kernel's reduction order or rounding changes.
-inline constexpr uint32_t kKernelNumericsVersion = 1;
+inline constexpr uint32_t kKernelNumericsVersion = 2;  // 2: F16/BF16 weights as one fma chain per output
 
 // The paths that compute the same bits share a family: Avx512Vnni differs
 // from Avx512 only in the route to exact integer sums.

@@ -8,6 +8,7 @@
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
 #include "model/attention_stats.h"
+#include "util/release_pages.h"
 
 namespace clm {
 
@@ -57,6 +58,18 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOp
   m->tokenizer_ = std::move(*tokenizer);
   if (options.load == FileLoad::Map && options.prefault) prefault(m->file_.bytes().subspan(m->file_.data_offset()), options.on_progress);
   return m;
+}
+
+std::size_t Model::release_packed_file_bytes() {
+  std::size_t released = 0;
+  const auto release = [&](const WeightMatrix& m) {
+    if (m.panels == nullptr || m.data == weights_.token_embd.data) return;
+    released += release_pages(m.data, static_cast<std::size_t>(m.rows) * m.row_bytes);
+  };
+  release(weights_.output);
+  for (const LayerWeights& l : weights_.layers)
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) release(*m);
+  return released;
 }
 
 uint64_t Model::weight_bytes() const {

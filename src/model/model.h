@@ -42,8 +42,18 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const GgufFile& file() const { return file_; }
+  const ModelWeights& weights() const { return weights_; }
   // Total bytes of the weights in the file.
   uint64_t weight_bytes() const;
+  // The F16 / BF16 matrices are multiplied from their panel copies
+  // (weights.h), so their bytes in the loaded file are needed only by what
+  // reads the file itself: the model fingerprint, a reference reading the
+  // tensors. Once those are done, this gives that memory back (a 1B F16
+  // model's 2 GiB): with the default copy those bytes then read as zeros,
+  // with a memory map they are paged back in from the file if read. Bytes
+  // whose rows are looked up (the token embedding, tied or not) are kept.
+  // Returns the bytes released.
+  std::size_t release_packed_file_bytes();
 
   // Runs one forward call. For every token, writes its K/V into its slot and
   // attends to its sequence's slots at positions <= its own. Logits of the

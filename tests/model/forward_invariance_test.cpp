@@ -2,6 +2,11 @@
 // identical however the prompt is chunked and whatever else shares its batch.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -115,6 +120,59 @@ TEST(ForwardInvariance, WeightsFromTheMapAndFromACopyGiveTheSameLogits) {
   const auto prompt = prompt_of(40, 3, (*mapped)->config().n_vocab);
   EXPECT_TRUE(bitwise_equal(run(**mapped, KvType::F16, {prompt}, 1000, 1)[0],
                             run(**copied, KvType::F16, {prompt}, 1000, 1)[0]));
+}
+
+// Resident pages of `bytes` at p (mincore).
+std::size_t resident_pages(const std::byte* p, std::size_t bytes) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(p) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(p) + bytes;
+  std::vector<unsigned char> in((end - begin + page - 1) / page);
+  EXPECT_EQ(::mincore(reinterpret_cast<void*>(begin), end - begin, in.data()), 0);
+  return static_cast<std::size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+// The F16 / BF16 matrices are multiplied from their panels, so the file's
+// copy of their bytes can be given back: the logits stay bitwise the same,
+// the memory leaves the process, and the embedding's rows (looked up from
+// the file, tied to the output or not) stay.
+TEST(ForwardInvariance, ReleasingThePackedMatricesFileBytesChangesNoLogit) {
+  for (WeightType t : {WeightType::F16, WeightType::BF16}) {
+    for (bool tied : {false, true}) {
+      for (FileLoad load : {FileLoad::Copy, FileLoad::Map}) {
+        SyntheticModelSpec s;
+        s.weight_type = t;
+        s.tied_output = tied;
+        s.n_embd = 256;
+        s.n_ff = 512;
+        s.n_heads = 4;
+        s.n_kv_heads = 2;
+        const std::string path = test::temp_dir() + "/m.gguf";
+        ASSERT_TRUE(write_synthetic_model(s, path));
+        LoadOptions o;
+        o.load = load;
+        auto model = Model::load(path, o);
+        ASSERT_TRUE(model) << model.error().message;
+        const std::string what = std::string(weight_type_name(t)) + (tied ? " tied" : "") +
+                                 (load == FileLoad::Map ? " map" : " copy");
+        const auto prompt = prompt_of(40, 5, (*model)->config().n_vocab);
+        const auto before = run(**model, KvType::F16, {prompt}, 1000, 1)[0];
+        const WeightMatrix& w_up = (*model)->weights().layers[0].w_up;
+        const std::size_t w_up_bytes = static_cast<std::size_t>(w_up.rows) * w_up.row_bytes;
+        const WeightMatrix& embd = (*model)->weights().token_embd;
+        const std::size_t embd_bytes = static_cast<std::size_t>(embd.rows) * embd.row_bytes;
+        std::vector<std::byte> embd_copy(embd.data, embd.data + embd_bytes);
+        const std::size_t released = (*model)->release_packed_file_bytes();
+        EXPECT_GT(released, w_up_bytes / 2) << what;
+        // (mincore reports a mapped file's page cache, which the map keeps.)
+        if (load == FileLoad::Copy) {
+          EXPECT_LE(resident_pages(w_up.data, w_up_bytes), 2u) << what << ": at most the pages it shares at its ends";
+        }
+        EXPECT_EQ(std::memcmp(embd.data, embd_copy.data(), embd_bytes), 0) << what;
+        EXPECT_TRUE(bitwise_equal(run(**model, KvType::F16, {prompt}, 1000, 1)[0], before)) << what;
+      }
+    }
+  }
 }
 
 TEST(ForwardInvariance, QuantizedSyntheticModelsAreBatchAndChunkInvariant) {
