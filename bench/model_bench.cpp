@@ -73,6 +73,8 @@ FileLoad load_of(const ModelBenchOptions& o) { return o.mmap ? FileLoad::Map : F
 Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
   if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1) return fail("bench: -p, -n must be >= 0 and -r >= 1");
   LoadOptions load;
+  // As run and serve load: one copy of the F16 / BF16 weights, their panels.
+  load.release_packed_file_bytes = true;
   load.load = load_of(o);
   auto model = Model::load(o.model_path, load);
   if (!model) return fail(model.error().message);

@@ -6,7 +6,6 @@
 
 #include "engine/kv_budget.h"
 #include "kernels/numerics.h"
-#include "model/fingerprint.h"
 
 namespace clm {
 
@@ -50,14 +49,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   e->options_ = options;
   LoadOptions load;
   load.load = options.weight_load;
+  load.release_packed_file_bytes = true;
+  load.known_fingerprint = options.known_fingerprint;
   load.on_progress = options.on_load_progress;
   auto model = Model::load(options.model_path, load);
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
-  e->fingerprint_ = options.known_fingerprint ? *options.known_fingerprint : model_fingerprint(e->model_->file());
+  e->fingerprint_ = *e->model_->fingerprint();  // taken by the load, before it gave the file's bytes back
   e->cache_fingerprint_ = clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()));
-  // The fingerprint was the last reader of the packed matrices' file bytes.
-  e->model_->release_packed_file_bytes();
 
   const ModelConfig& c = e->model_->config();
   KvGeometry g;

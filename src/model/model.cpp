@@ -8,7 +8,7 @@
 #include "kernels/ops.h"
 #include "kernels/quantize.h"
 #include "model/attention_stats.h"
-#include "util/release_pages.h"
+#include "model/fingerprint.h"
 
 namespace clm {
 
@@ -41,9 +41,15 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOp
   auto file = GgufFile::open(path, options.load,
                             options.load == FileLoad::Copy ? options.on_progress : std::function<void(float)>{});
   if (!file) return fail(file.error().message);
+  // Before packing, which may give pages back and would fault them in again.
+  if (options.load == FileLoad::Map && options.prefault)
+    prefault(file->bytes().subspan(file->data_offset()), options.on_progress);
   auto config = read_model_config(*file);
   if (!config) return fail(path + ": " + config.error().message);
-  auto weights = bind_weights(*file, *config);
+  std::optional<uint64_t> fingerprint;
+  if (options.release_packed_file_bytes)
+    fingerprint = options.known_fingerprint ? *options.known_fingerprint : model_fingerprint(*file);
+  auto weights = bind_weights(*file, *config, options.release_packed_file_bytes);
   if (!weights) return fail(path + ": " + weights.error().message);
   auto tokenizer = Tokenizer::from_gguf(*file);
   if (!tokenizer) return fail(path + ": " + tokenizer.error().message);
@@ -56,20 +62,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOp
   m->config_ = std::move(*config);
   m->weights_ = std::move(*weights);
   m->tokenizer_ = std::move(*tokenizer);
-  if (options.load == FileLoad::Map && options.prefault) prefault(m->file_.bytes().subspan(m->file_.data_offset()), options.on_progress);
+  m->fingerprint_ = fingerprint;
   return m;
-}
-
-std::size_t Model::release_packed_file_bytes() {
-  std::size_t released = 0;
-  const auto release = [&](const WeightMatrix& m) {
-    if (m.panels == nullptr || m.data == weights_.token_embd.data) return;
-    released += release_pages(m.data, static_cast<std::size_t>(m.rows) * m.row_bytes);
-  };
-  release(weights_.output);
-  for (const LayerWeights& l : weights_.layers)
-    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) release(*m);
-  return released;
 }
 
 uint64_t Model::weight_bytes() const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ struct LoadOptions {
   // With Map: touch every weight page at load so the first request does not
   // pay for it. (A Copy has read every byte already.)
   bool prefault = true;
+  // Give the file's bytes of the F16 / BF16 matrices multiplied from panels
+  // (weights.h) back as each is packed: a 1B F16 model then holds one copy
+  // (2.1 GiB), not two, at load and after. Only what reads the file itself
+  // needs those bytes, so the model fingerprint is taken first (unless
+  // known_fingerprint is given) and kept in fingerprint(). Afterwards they
+  // read as zeros with the default copy, and page back in from the file with
+  // a map; the token embedding's rows, which are looked up, stay.
+  bool release_packed_file_bytes = false;
+  std::optional<uint64_t> known_fingerprint;
 };
 
 class Model {
@@ -43,17 +53,11 @@ class Model {
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const GgufFile& file() const { return file_; }
   const ModelWeights& weights() const { return weights_; }
+  // The model fingerprint (model/fingerprint.h) when the load took it, that
+  // is with release_packed_file_bytes; nullopt otherwise.
+  std::optional<uint64_t> fingerprint() const { return fingerprint_; }
   // Total bytes of the weights in the file.
   uint64_t weight_bytes() const;
-  // The F16 / BF16 matrices are multiplied from their panel copies
-  // (weights.h), so their bytes in the loaded file are needed only by what
-  // reads the file itself: the model fingerprint, a reference reading the
-  // tensors. Once those are done, this gives that memory back (a 1B F16
-  // model's 2 GiB): with the default copy those bytes then read as zeros,
-  // with a memory map they are paged back in from the file if read. Bytes
-  // whose rows are looked up (the token embedding, tied or not) are kept.
-  // Returns the bytes released.
-  std::size_t release_packed_file_bytes();
 
   // Runs one forward call. For every token, writes its K/V into its slot and
   // attends to its sequence's slots at positions <= its own. Logits of the
@@ -81,6 +85,7 @@ class Model {
   std::size_t enter_probe_layer(const Batch& batch, std::span<const BatchToken> rows);
 
   GgufFile file_;
+  std::optional<uint64_t> fingerprint_;
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "kernels/float_panels.h"
+#include "util/release_pages.h"
 #include "kernels/quantize.h"
 
 namespace clm {
@@ -70,7 +71,7 @@ WeightMatrix row_range(const WeightMatrix& w, int first, int count) {
 // Gives every F16 / BF16 matrix that matmul multiplies its panel copy, all
 // in w.panels. Each matrix is packed by all the cores: a 1B F16 model has
 // 2 GiB of them, and loading should stay a matter of reading the file.
-Status pack_float_matrices(ModelWeights& w) {
+Status pack_float_matrices(ModelWeights& w, bool release_file_bytes) {
   std::vector<WeightMatrix*> todo;
   const auto consider = [&](WeightMatrix& m) {
     if (uses_panels(m.type)) todo.push_back(&m);
@@ -92,6 +93,10 @@ Status pack_float_matrices(ModelWeights& w) {
   for (WeightMatrix* m : todo) {
     pack_panels_parallel(*m, region->data() + offset, threads);
     m->panels = region->data() + offset;
+    // The panel region is committed as it is written, so giving each
+    // matrix's source back now keeps the load's peak near one copy.
+    if (release_file_bytes && m->data != w.token_embd.data)
+      release_pages(m->data, static_cast<std::size_t>(m->rows) * m->row_bytes);
     offset += bytes_of(*m);
   }
   if (auto ro = region->make_read_only(); !ro) return ro;
@@ -100,7 +105,7 @@ Status pack_float_matrices(ModelWeights& w) {
 }
 }  // namespace
 
-Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
+Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c, bool release_packed_file_bytes) {
   ModelWeights w;
   // Pointers into `owned` stay valid as it grows: a moved std::vector keeps its buffer.
   Binder b(file);
@@ -161,7 +166,8 @@ Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& c) {
     CLM_BIND(l.w_down, b.matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
   }
 #undef CLM_BIND
-  if (auto packed = pack_float_matrices(w); !packed) return std::unexpected(packed.error());
+  if (auto packed = pack_float_matrices(w, release_packed_file_bytes); !packed)
+    return std::unexpected(packed.error());
   return w;
 }
 

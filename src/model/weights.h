@@ -44,6 +44,11 @@ struct ModelWeights {
   HugePageRegion panels;
 };
 
-Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& config);
+// With release_packed_file_bytes, each matrix's bytes in the file are given
+// back (util/release_pages.h) as soon as its panels are made, so that a
+// F16 / BF16 model's two copies never exist together; the token embedding's
+// rows, which are looked up, stay.
+Result<ModelWeights> bind_weights(const GgufFile& file, const ModelConfig& config,
+                                  bool release_packed_file_bytes = false);
 
 }  // namespace clm
