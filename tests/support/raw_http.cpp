@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -80,8 +81,11 @@ bool RawConnection::closed_by_server(double timeout_s) {
   char buf[65536];
   for (;;) {
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, remaining_ms(deadline)) <= 0) return false;
+    const int ready = ::poll(&p, 1, remaining_ms(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
     const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return true;
   }
 }
