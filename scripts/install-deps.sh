@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages clmcache needs to build and test. Skips
-# apt entirely when everything is already there.
+# Installs the Debian 12 packages clmcache needs: to build and run it, or
+# with --test also to build and run its tests (GoogleTest, the HTTP client,
+# Redis, Chromium, Node.js, pybind11 and pytest). Skips apt entirely when
+# everything is already there.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libxxhash-dev libbenchmark-dev
-  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libre2-dev
-  libboost-dev libsqlite3-dev libhiredis-dev redis-server
-  chromium
+  nlohmann-json3-dev libcli11-dev libxxhash-dev libre2-dev
+  libboost-dev libsqlite3-dev libhiredis-dev
 )
-# The server's client tests (tests/app/node) need node and npm; a Node.js
-# installed some other way is kept.
-command -v node >/dev/null 2>&1 || packages+=(nodejs)
-command -v npm >/dev/null 2>&1 || packages+=(npm)
+if [ "${1:-}" = "--test" ]; then
+  packages+=(
+    libgtest-dev libgmock-dev libbenchmark-dev
+    libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
+    redis-server chromium
+    pybind11-dev python3-dev python3-pytest python3-numpy
+  )
+  # The server's client tests (tests/app/node) need node and npm; a Node.js
+  # installed some other way is kept.
+  command -v node >/dev/null 2>&1 || packages+=(nodejs)
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+elif [ -n "${1:-}" ]; then
+  echo "usage: $0 [--test]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -23,20 +23,22 @@ Result<std::string> read_text_file(const std::string& path) {
   return ss.str();
 }
 
-std::optional<ChatRenderer> load_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
-                                               const Tokenizer& tokenizer) {
+Result<ChatRenderer> open_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
+                                        const Tokenizer& tokenizer, std::string* warning) {
   ChatRendererChoice choice;
   choice.format = flags.format;
   if (!flags.template_file.empty()) {
     auto source = read_text_file(flags.template_file);
-    if (!source) {
-      std::fprintf(stderr, "clmcache: --chat-template-file: %s\n", source.error().message.c_str());
-      return std::nullopt;
-    }
+    if (!source) return fail("--chat-template-file: " + source.error().message);
     choice.template_source = std::move(*source);
   }
+  return choose_chat_renderer(file, tokenizer, choice, warning);
+}
+
+std::optional<ChatRenderer> load_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
+                                               const Tokenizer& tokenizer) {
   std::string warning;
-  auto renderer = choose_chat_renderer(file, tokenizer, choice, &warning);
+  auto renderer = open_chat_renderer(flags, file, tokenizer, &warning);
   if (!renderer) {
     std::fprintf(stderr, "clmcache: %s\n", renderer.error().message.c_str());
     return std::nullopt;

@@ -24,8 +24,12 @@ void add_chat_template_flags(CLI::App& cmd, ChatTemplateFlags& flags);
 // The whole file as text.
 Result<std::string> read_text_file(const std::string& path);
 
-// Reads the template file, chooses the renderer and prints a fallback
-// warning to stderr. Errors are printed; nullopt on failure.
+// Reads the template file and chooses the renderer; a fallback from the
+// model's template to a hand-written format is told in *warning.
+Result<ChatRenderer> open_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
+                                        const Tokenizer& tokenizer, std::string* warning);
+// open_chat_renderer for the CLI: the warning and errors are printed to
+// stderr; nullopt on failure.
 std::optional<ChatRenderer> load_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
                                                const Tokenizer& tokenizer);
 

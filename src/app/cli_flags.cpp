@@ -1,6 +1,7 @@
 #include "app/cli_flags.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "app/fingerprint_memo.h"
 #include "app/model_source.h"
@@ -145,12 +146,9 @@ void add_sampler_flags(CLI::App& cmd, SamplerParams& p) {
   cmd.add_option("-s,--seed", p.seed, "random seed (same seed, same output)");
 }
 
-std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
+Result<std::unique_ptr<Engine>> open_engine(const EngineFlags& f, bool show_progress) {
   auto source = resolve_model(f.model);
-  if (!source) {
-    std::fprintf(stderr, "clmcache: %s\n", source.error().message.c_str());
-    return nullptr;
-  }
+  if (!source) return std::unexpected(source.error());
   EngineOptions options = f.options;
   options.model_path = source->path;
   if (!f.blend_ratio.empty()) {
@@ -162,20 +160,26 @@ std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
   if (!options.prefix_cache) options.reuse.mode = ReuseMode::Off;
   options.weight_load = f.mmap ? FileLoad::Map : FileLoad::Copy;
   auto tiers = tier_factories(f.tiers);
-  if (!tiers) {
-    std::fprintf(stderr, "clmcache: %s\n", tiers.error().message.c_str());
-    return nullptr;
-  }
+  if (!tiers) return std::unexpected(tiers.error());
   options.tiers = std::move(*tiers);
-  ProgressBar bar("loading " + source->path);
-  options.on_load_progress = [&bar](float fraction) { bar.update(fraction); };
+  std::optional<ProgressBar> bar;
+  if (show_progress) {
+    bar.emplace("loading " + source->path);
+    options.on_load_progress = [&bar](float fraction) { bar->update(fraction); };
+  }
   options.known_fingerprint = recall_fingerprint(source->path);
   auto engine = Engine::create(options);
+  if (!engine) return std::unexpected(engine.error());
+  if (!options.known_fingerprint) remember_fingerprint(source->path, (*engine)->fingerprint());
+  return std::move(*engine);
+}
+
+std::unique_ptr<Engine> load_engine(const EngineFlags& f) {
+  auto engine = open_engine(f, /*show_progress=*/true);
   if (!engine) {
     std::fprintf(stderr, "clmcache: %s\n", engine.error().message.c_str());
     return nullptr;
   }
-  if (!options.known_fingerprint) remember_fingerprint(source->path, (*engine)->fingerprint());
   return std::move(*engine);
 }
 

@@ -31,8 +31,10 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& flags);
 void add_batch_flag(CLI::App& cmd, EngineFlags& flags);
 void add_sampler_flags(CLI::App& cmd, SamplerParams& params);
 
-// Resolves the model (see model_source.h), shows a progress bar for slow
-// loads, and builds the engine. Errors are printed; nullptr on failure.
+// Resolves the model (see model_source.h) and builds the engine; with
+// show_progress, a progress bar on stderr for slow loads.
+Result<std::unique_ptr<Engine>> open_engine(const EngineFlags& flags, bool show_progress);
+// open_engine with the bar, for the CLI: errors are printed; nullptr on failure.
 std::unique_ptr<Engine> load_engine(const EngineFlags& flags);
 
 }  // namespace clm

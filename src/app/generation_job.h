@@ -55,6 +55,10 @@ class GenerationJob {
   const std::optional<ApiError>& error() const { return error_; }
   // The whole reply text released so far.
   const std::string& text() const { return text_; }
+  // The prompt as the scheduler got it, and the ids generated so far
+  // (end-of-generation ids excluded), for callers that want tokens.
+  const std::vector<int32_t>& prompt_ids() const { return prompt_; }
+  const std::vector<int32_t>& generated_ids() const { return generated_; }
   // With echo: the prompt's text (as given, or decoded from its ids), which
   // the choice's text starts with. Otherwise empty.
   std::string echo_text() const { return request_.echo ? prompt_text_ : std::string(); }

@@ -104,7 +104,7 @@ struct ReuseSpan {
   std::vector<SpanPiece> pieces;
 };
 
-struct TokenRange {
+struct PromptRange {
   int32_t begin = 0;
   int32_t end = 0;  // exclusive
 };
@@ -124,7 +124,7 @@ struct ReusePlan {
   std::vector<ReuseSpan> spans;
   // Prompt ranges to compute, in order; they and the copied spans tile
   // [prefix_tokens, prompt size). The last prompt token is always computed.
-  std::vector<TokenRange> compute;
+  std::vector<PromptRange> compute;
 
   ReuseCounts counts(int prompt_tokens) const;
   // The same plan reduced to its shared prefix blocks: nothing copied, so

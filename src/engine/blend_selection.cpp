@@ -43,12 +43,12 @@ std::vector<int32_t> select_for_recompute(std::span<const float> deviation, floa
   return order;
 }
 
-std::vector<TokenRange> add_positions(const std::vector<TokenRange>& ranges, std::span<const int32_t> positions) {
-  std::vector<TokenRange> all = ranges;
+std::vector<PromptRange> add_positions(const std::vector<PromptRange>& ranges, std::span<const int32_t> positions) {
+  std::vector<PromptRange> all = ranges;
   for (int32_t p : positions) all.push_back({p, p + 1});
-  std::sort(all.begin(), all.end(), [](const TokenRange& a, const TokenRange& b) { return a.begin < b.begin; });
-  std::vector<TokenRange> out;
-  for (const TokenRange& r : all) {
+  std::sort(all.begin(), all.end(), [](const PromptRange& a, const PromptRange& b) { return a.begin < b.begin; });
+  std::vector<PromptRange> out;
+  for (const PromptRange& r : all) {
     if (!out.empty() && r.begin <= out.back().end) {
       out.back().end = std::max(out.back().end, r.end);
     } else {

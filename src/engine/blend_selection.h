@@ -29,6 +29,6 @@ std::vector<int32_t> select_for_recompute(std::span<const float> deviation, floa
 
 // `ranges` (sorted, disjoint) with every position of `positions` (sorted)
 // added, as sorted disjoint ranges with touching ones merged.
-std::vector<TokenRange> add_positions(const std::vector<TokenRange>& ranges, std::span<const int32_t> positions);
+std::vector<PromptRange> add_positions(const std::vector<PromptRange>& ranges, std::span<const int32_t> positions);
 
 }  // namespace clm

@@ -6,9 +6,6 @@
 // The intent label is the type of the prompt's last user turn: the last
 // block in it that a rule claimed (a question, an instruction, ...), or
 // `context` if none did; a prompt with no user turn has none.
-//
-// This header names no text/ type on purpose: text/'s TokenRange and the
-// cache's are different structs of one name, so no file includes both.
 #pragma once
 
 #include <cstdint>

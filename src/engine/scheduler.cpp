@@ -429,7 +429,7 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
   const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
   bool rows_added = false;
   while (budget > 0 && s.compute_range < s.compute.size()) {
-    const TokenRange range = s.compute[s.compute_range];
+    const PromptRange range = s.compute[s.compute_range];
     int32_t n = std::min(range.end - s.compute_at, budget);
     if (s.budget) {
       // None of its rows is in the batch yet, so its slots may still move:

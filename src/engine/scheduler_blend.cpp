@@ -28,7 +28,7 @@ void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::spa
     // The pass is complete: pick among the copied tokens.
     std::vector<int32_t> positions;
     std::vector<float> dev;
-    for (const TokenRange& r : s.copied)
+    for (const PromptRange& r : s.copied)
       for (int32_t pos = r.begin; pos < r.end; ++pos) {
         positions.push_back(pos);
         dev.push_back(s.deviation[static_cast<std::size_t>(pos - s.probe_region.begin)]);

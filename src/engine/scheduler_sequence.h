@@ -37,7 +37,7 @@ struct Scheduler::Sequence {
   ReuseCounts reuse;      // from the plan applied at admission
   // Prompt ranges left to compute, from the plan; `compute_at` is the next
   // position inside compute[compute_range].
-  std::vector<TokenRange> compute;
+  std::vector<PromptRange> compute;
   std::size_t compute_range = 0;
   int32_t compute_at = 0;
   // Blend's first pass: every prompt token of probe_region runs as a probe
@@ -45,10 +45,10 @@ struct Scheduler::Sequence {
   // compute there; the copied ones (`copied`) are measured. Once the pass is
   // complete the most deviant copied tokens join `compute`, and only then
   // does the second pass (plain computing) begin.
-  TokenRange probe_region;
+  PromptRange probe_region;
   int32_t probe_at = 0;
   bool blend_selected = false;
-  std::vector<TokenRange> copied;
+  std::vector<PromptRange> copied;
   std::vector<float> deviation;  // per position of probe_region
   // Per position of probe_region, the residual its probe left at the probe
   // layer ([n][n_embd]): the second pass resumes its rows there instead of

@@ -349,6 +349,12 @@ std::size_t EntryStore::gc() {
   return gc_locked();
 }
 
+std::size_t EntryStore::set_max_bytes(uint64_t max_bytes) {
+  std::lock_guard lock(mu_);
+  options_.max_bytes = max_bytes;
+  return gc_locked();
+}
+
 std::size_t EntryStore::clear(std::optional<BlockKey> root) {
   std::lock_guard lock(mu_);
   if (root) return remove_subtree(*root, false);

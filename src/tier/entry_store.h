@@ -110,6 +110,9 @@ class EntryStore {
   // Drops expired entries, then evicts until the size cap holds; returns how
   // many entries went.
   std::size_t gc();
+  // Changes the size cap (0: none), then evicts as gc() does until it
+  // holds; returns how many entries went.
+  std::size_t set_max_bytes(uint64_t max_bytes);
   // Removes every entry (or root's subtree); returns how many went.
   std::size_t clear(std::optional<BlockKey> root = std::nullopt);
 

@@ -33,6 +33,7 @@ class StoreTier final : public CacheTier, public TierUsage {
   void remove(BlockKey key) override;
   uint64_t stored_bytes() override { return store_->stored_bytes(); }
   std::size_t quarantined_entries() override { return store_->quarantine_size(); }
+  std::size_t set_size_cap(uint64_t max_bytes) override { return store_->set_max_bytes(max_bytes); }
 
   EntryStore& store() { return *store_; }
   StoreTierCounters counters() const { return {hits_.load(), misses_.load()}; }

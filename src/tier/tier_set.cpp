@@ -105,6 +105,16 @@ void TierSet::block_gone(BlockKey key) {
   resident_.erase(key);
 }
 
+std::size_t TierSet::set_storage_cap(uint64_t max_bytes) {
+  std::size_t changed = 0;
+  for (auto& tier : tiers_)
+    if (auto* u = dynamic_cast<TierUsage*>(tier.get())) {
+      u->set_size_cap(max_bytes);
+      ++changed;
+    }
+  return changed;
+}
+
 TierStats TierSet::stats() const {
   TierStats s;
   const std::vector<TierWriteCounts> writes = writer_->counts();

@@ -80,6 +80,9 @@ class TierSet : public CacheObserver {
   // Waits until every write queued so far is done.
   void flush() { writer_->flush(); }
   TierStats stats() const;
+  // Sets the size cap of every tier that owns its storage (disk, SQLite;
+  // 0: none), evicting what no longer fits; returns how many tiers took it.
+  std::size_t set_storage_cap(uint64_t max_bytes);
 
   // CacheObserver (the scheduler's thread; never blocks).
   void block_computed(const CachedBlockView& block) override;

@@ -16,6 +16,9 @@ class TierUsage {
   virtual uint64_t stored_bytes() = 0;
   // Damaged entries moved to quarantine (files or rows), now.
   virtual std::size_t quarantined_entries() = 0;
+  // Changes the size cap (0: none) and evicts, least recently used first,
+  // until the entries fit under it; returns how many entries went.
+  virtual std::size_t set_size_cap(uint64_t max_bytes) = 0;
 };
 
 }  // namespace clm

@@ -142,7 +142,7 @@ class CacheHarness {
     ReusePlan plan = manager_->plan(prompt, cache_namespace, options);
     if (manager_->apply(seq, plan, prompt, cache_namespace, static_cast<int>(prompt.size())) != ApplyStatus::Ok)
       return std::nullopt;
-    for (const TokenRange& r : plan.compute)
+    for (const PromptRange& r : plan.compute)
       for (int32_t pos = r.begin; pos < r.end; ++pos) {
         int32_t slot = pos;
         if (pos < seq.table.n_slots())

@@ -230,7 +230,7 @@ TEST(BlendSelection, PicksTheMostDeviantAndMergesThemIntoTheRangesToCompute) {
   // A flat deviation needs 95% of the tokens: capped at 30%.
   const std::vector<float> flat(20, 1.0f);
   EXPECT_EQ(select_for_recompute(flat, 0.0f, true).size(), 6u);
-  const std::vector<TokenRange> ranges{{10, 12}, {20, 30}};
+  const std::vector<PromptRange> ranges{{10, 12}, {20, 30}};
   const std::vector<int32_t> picks{5, 12, 13, 19, 30};
   const auto merged = add_positions(ranges, picks);
   ASSERT_EQ(merged.size(), 3u);

@@ -41,7 +41,7 @@ void build(Rig& rig, CachedSequence& seq, std::span<const int32_t> prompt, const
   const ReusePlan plan = rig.cache->plan(prompt, 0, reuse);
   ASSERT_EQ(rig.cache->apply(seq, plan, prompt, 0, static_cast<int>(prompt.size())), ApplyStatus::Ok);
   Batch batch;
-  for (const TokenRange& r : plan.compute)
+  for (const PromptRange& r : plan.compute)
     for (int32_t pos = r.begin; pos < r.end; ++pos) {
       int32_t slot = pos;
       if (pos < seq.table.n_slots())
