@@ -2,20 +2,12 @@
 #include <cstdio>
 #include <string>
 
+#include "report_json.h"
 #include "rag_bench.h"
 
 namespace clm {
 
 namespace {
-
-nlohmann::json summary_ms(const Summary& s, double p90) {
-  return {{"median", s.median * 1e3}, {"p90", p90 * 1e3}, {"mean", s.mean * 1e3}, {"stddev", s.stddev * 1e3},
-          {"min", s.min * 1e3},       {"max", s.max * 1e3}, {"n", s.n}};
-}
-
-nlohmann::json counts_json(const ReuseCounts& c) {
-  return {{"prefix", c.prefix}, {"shift", c.shift}, {"recomputed", c.recomputed}, {"computed", c.computed}};
-}
 
 std::string blend_share(const BlendChoice& b) {
   if (b.adaptive) return "auto";
@@ -29,9 +21,9 @@ std::string blend_share(const BlendChoice& b) {
 nlohmann::json to_json(const RagBenchOptions& o, const RagBenchResult& r) {
   nlohmann::json modes = nlohmann::json::object();
   for (const RagModeRuns& m : r.modes)
-    modes[std::string(to_string(m.mode))] = {{"ttft_ms", summary_ms(m.ttft_s, m.ttft_p90_s)},
+    modes[std::string(to_string(m.mode))] = {{"ttft_ms", summary_ms_json(m.ttft_s, m.ttft_p90_s)},
                                              {"over_off", r.ratio_to_off(m.mode)},
-                                             {"reuse_total", counts_json(m.reuse)},
+                                             {"reuse_total", reuse_counts_json(m.reuse)},
                                              {"blend_probed_total", m.blend_probed},
                                              {"prefill_flops_total", m.prefill_flops},
                                              {"prefill_flops_over_off", r.flops_share(m.mode)},

@@ -2,20 +2,16 @@
 #include <cstdio>
 #include <string>
 
+#include "report_json.h"
 #include "restore_bench.h"
 
 namespace clm {
 
 namespace {
 
-nlohmann::json summary_ms(const Summary& s) {
-  return {{"median", s.median * 1e3}, {"mean", s.mean * 1e3}, {"stddev", s.stddev * 1e3},
-          {"min", s.min * 1e3},       {"max", s.max * 1e3},   {"n", s.n}};
-}
-
 nlohmann::json pair_json(const RestorePair& p, double target) {
-  return {{"warm_ttft_ms", summary_ms(p.warm_ttft_s)},
-          {"cold_ttft_ms", summary_ms(p.cold_ttft_s)},
+  return {{"warm_ttft_ms", summary_ms_json(p.warm_ttft_s)},
+          {"cold_ttft_ms", summary_ms_json(p.cold_ttft_s)},
           {"ratio", p.ratio()},
           {"target", target},
           {"target_met", p.ratio() <= target},

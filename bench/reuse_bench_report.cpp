@@ -2,20 +2,12 @@
 #include <cstdio>
 #include <string>
 
+#include "report_json.h"
 #include "reuse_bench.h"
 
 namespace clm {
 
 namespace {
-
-nlohmann::json summary_ms(const Summary& s) {
-  return {{"median", s.median * 1e3}, {"mean", s.mean * 1e3}, {"stddev", s.stddev * 1e3},
-          {"min", s.min * 1e3},       {"max", s.max * 1e3},   {"n", s.n}};
-}
-
-nlohmann::json counts_json(const ReuseCounts& c) {
-  return {{"prefix", c.prefix}, {"shift", c.shift}, {"recomputed", c.recomputed}, {"computed", c.computed}};
-}
 
 std::string change_of(const ReuseBenchOptions& o, const ReuseBenchResult& r, const std::string& scenario) {
   const std::string k = std::to_string(o.edit_tokens);
@@ -31,8 +23,8 @@ nlohmann::json to_json(const ReuseBenchOptions& o, const ReuseBenchResult& r) {
   for (const ReuseScenarioResult& s : r.scenarios) {
     nlohmann::json modes = nlohmann::json::object();
     for (const ReuseModeRuns& m : s.modes)
-      modes[std::string(to_string(m.mode))] = {{"ttft_ms", summary_ms(m.ttft_s)},
-                                               {"reuse", counts_json(m.reuse)},
+      modes[std::string(to_string(m.mode))] = {{"ttft_ms", summary_ms_json(m.ttft_s)},
+                                               {"reuse", reuse_counts_json(m.reuse)},
                                                {"greedy_tokens", m.greedy},
                                                {"greedy_agree_with_off", m.agree_with_off}};
     scenarios.push_back({{"name", s.name},

@@ -14,6 +14,7 @@
 
 #include "app/commands.h"
 #include "tier/open_cache_tier.h"
+#include "util/hex.h"
 
 namespace clm {
 
@@ -25,12 +26,6 @@ struct CacheFlags {
   bool json = false;
   double max_gb = 0;   // gc: the size cap
 };
-
-std::string hex_key(uint64_t key) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(key));
-  return text;
-}
 
 std::string utc_time(int64_t ms) {
   const std::time_t seconds = static_cast<std::time_t>(ms / 1000);
@@ -70,10 +65,14 @@ Result<std::unique_ptr<EntryStore>> open_existing(const CacheFlags& flags) {
 }
 
 nlohmann::json entry_json(const StoredEntry& e) {
-  return {{"key", hex_key(e.key)},         {"parent", hex_key(e.parent)},
-          {"fingerprint", hex_key(e.fingerprint)}, {"size", e.size},
-          {"hits", e.hits},                {"created", utc_time(e.created_ms)},
-          {"last_access", utc_time(e.last_access_ms)}, {"ttl_s", e.ttl_s}};
+  return {{"key", hex64(e.key)},
+          {"parent", hex64(e.parent)},
+          {"fingerprint", hex64(e.fingerprint)},
+          {"size", e.size},
+          {"hits", e.hits},
+          {"created", utc_time(e.created_ms)},
+          {"last_access", utc_time(e.last_access_ms)},
+          {"ttl_s", e.ttl_s}};
 }
 
 int list_entries(EntryStore& store, const CacheFlags& flags, std::optional<BlockKey> root) {
@@ -86,8 +85,8 @@ int list_entries(EntryStore& store, const CacheFlags& flags, std::optional<Block
   }
   std::printf("%-16s  %-16s  %-16s  %10s  %6s  %-20s\n", "key", "parent", "model", "bytes", "hits", "last access");
   for (const StoredEntry& e : entries)
-    std::printf("%s  %s  %s  %10llu  %6lld  %s\n", hex_key(e.key).c_str(), hex_key(e.parent).c_str(),
-                hex_key(e.fingerprint).c_str(), static_cast<unsigned long long>(e.size),
+    std::printf("%s  %s  %s  %10llu  %6lld  %s\n", hex64(e.key).c_str(), hex64(e.parent).c_str(),
+                hex64(e.fingerprint).c_str(), static_cast<unsigned long long>(e.size),
                 static_cast<long long>(e.hits), utc_time(e.last_access_ms).c_str());
   return 0;
 }
@@ -105,7 +104,7 @@ int show_stats(EntryStore& store, const CacheFlags& flags, std::optional<BlockKe
     ++per_model[e.fingerprint];
   }
   nlohmann::json models = nlohmann::json::object();
-  for (const auto& [fingerprint, count] : per_model) models[hex_key(fingerprint)] = count;
+  for (const auto& [fingerprint, count] : per_model) models[hex64(fingerprint)] = count;
   const nlohmann::json out = {{"store", store.kind()},      {"location", store.location()},
                               {"entries", entries.size()},  {"bytes", bytes},
                               {"chains", chains},           {"hits", hits},
@@ -119,7 +118,7 @@ int show_stats(EntryStore& store, const CacheFlags& flags, std::optional<BlockKe
   std::printf("entries      %zu in %zu chains, %.3f GB\n", entries.size(), chains, static_cast<double>(bytes) / 1e9);
   std::printf("hits         %lld\n", static_cast<long long>(hits));
   for (const auto& [fingerprint, count] : per_model)
-    std::printf("model        %s: %zu entries\n", hex_key(fingerprint).c_str(), count);
+    std::printf("model        %s: %zu entries\n", hex64(fingerprint).c_str(), count);
   std::printf("quarantined  %zu\n", store.quarantine_size());
   std::printf("disk_cache_size_gb  %.6f\n", static_cast<double>(bytes) / 1e9);
   return 0;

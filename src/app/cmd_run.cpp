@@ -10,6 +10,7 @@
 #include "app/cli_flags.h"
 #include "app/commands.h"
 #include "app/openai_response.h"
+#include "util/hex.h"
 
 namespace clm {
 
@@ -27,12 +28,6 @@ struct RunFlags {
   bool ignore_eos = false;
   bool no_display_prompt = false;
 };
-
-std::string fingerprint_hex(uint64_t fp) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fp));
-  return buf;
-}
 
 int run(const RunFlags& f) {
   std::string prompt = f.prompt;
@@ -98,7 +93,7 @@ int run(const RunFlags& f) {
         {"token_ids", generated},
         {"text", tok.decode(generated)},
         {"stop_reason", stats->stop_reason},
-        {"model_fingerprint", fingerprint_hex(engine->fingerprint())},
+        {"model_fingerprint", hex64(engine->fingerprint())},
         {"cached_tokens", stats->cached_tokens},
         {"reuse", reuse_json(stats->reuse)},
         {"blend_probed", stats->blend_probed},

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "tier/entry_codec.h"
+#include "util/hex.h"
 
 namespace clm {
 
@@ -133,9 +134,7 @@ int64_t mtime_ms(const std::string& path) {
 }  // namespace
 
 std::string DiskStore::file_name(BlockKey key) {
-  char name[17];
-  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(key));
-  return std::string(name) + kEntrySuffix;
+  return hex64(key) + kEntrySuffix;
 }
 
 Result<std::unique_ptr<DiskStore>> DiskStore::open(const std::string& dir, DiskTierOptions options) {

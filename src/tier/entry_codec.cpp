@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/hex.h"
+
 namespace clm {
 
 namespace {
@@ -23,12 +25,6 @@ constexpr const char* kFormat = "clmcache-kv-block";
 constexpr const char* kVersion = "1";
 
 const char* dtype_name(KvType type) { return type == KvType::F16 ? "F16" : "F32"; }
-
-std::string hex64(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 // Only the canonical spelling (what hex64 writes) is accepted, so that every
 // change to the stored bytes is detected, not just those that change a value.

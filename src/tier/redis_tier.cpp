@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tier/entry_codec.h"
+#include "util/hex.h"
 
 namespace clm {
 
@@ -18,12 +19,6 @@ timeval to_timeval(double seconds) {
   tv.tv_sec = static_cast<time_t>(whole);
   tv.tv_usec = static_cast<suseconds_t>((seconds - whole) * 1e6);
   return tv;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 struct ReplyDeleter {
