@@ -241,18 +241,18 @@ struct Span {
 }  // namespace
 
 std::optional<PreTokenizerKind> pre_tokenizer_from_name(std::string_view pre) {
-  using K = PreTokenizerKind;
+  using Kind = PreTokenizerKind;
   struct Entry {
     std::string_view name;
-    K kind;
+    Kind kind;
   };
   static constexpr Entry kNames[] = {
-      {"", K::Gpt2}, {"default", K::Gpt2}, {"gpt-2", K::Gpt2}, {"gpt2", K::Gpt2}, {"mpt", K::Gpt2},
-      {"olmo", K::Gpt2}, {"llama3", K::Llama3}, {"llama-v3", K::Llama3}, {"llama-bpe", K::Llama3},
-      {"smaug-bpe", K::Llama3}, {"dbrx", K::Llama3}, {"qwen2", K::Qwen2},
-      {"deepseek-llm", K::DeepseekLlm}, {"deepseek-coder", K::DeepseekCoder}, {"falcon", K::Falcon},
-      {"starcoder", K::Starcoder}, {"refact", K::Starcoder}, {"command-r", K::Starcoder},
-      {"smollm", K::Starcoder}, {"codeshell", K::Starcoder},
+      {"", Kind::Gpt2}, {"default", Kind::Gpt2}, {"gpt-2", Kind::Gpt2}, {"gpt2", Kind::Gpt2}, {"mpt", Kind::Gpt2},
+      {"olmo", Kind::Gpt2}, {"llama3", Kind::Llama3}, {"llama-v3", Kind::Llama3}, {"llama-bpe", Kind::Llama3},
+      {"smaug-bpe", Kind::Llama3}, {"dbrx", Kind::Llama3}, {"qwen2", Kind::Qwen2},
+      {"deepseek-llm", Kind::DeepseekLlm}, {"deepseek-coder", Kind::DeepseekCoder}, {"falcon", Kind::Falcon},
+      {"starcoder", Kind::Starcoder}, {"refact", Kind::Starcoder}, {"command-r", Kind::Starcoder},
+      {"smollm", Kind::Starcoder}, {"codeshell", Kind::Starcoder},
   };
   for (const auto& e : kNames) {
     if (e.name == pre) return e.kind;

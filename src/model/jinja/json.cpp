@@ -68,22 +68,22 @@ class JsonWriter {
   }
 
   void write(std::string& out, const Value& v, int depth) const {
-    using K = Value::Kind;
+    using Kind = Value::Kind;
     switch (v.kind()) {
-      case K::Undefined: out += undefined_as_null_ ? "null" : "undefined"; return;
-      case K::None: out += "null"; return;
-      case K::Bool: out += v.as_bool() ? "true" : "false"; return;
-      case K::Int: out += std::to_string(v.as_int()); return;
-      case K::Float: {
+      case Kind::Undefined: out += undefined_as_null_ ? "null" : "undefined"; return;
+      case Kind::None: out += "null"; return;
+      case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
+      case Kind::Int: out += std::to_string(v.as_int()); return;
+      case Kind::Float: {
         const double d = v.as_float();
         out += std::isfinite(d) ? js_number_to_string(d) : "null";
         return;
       }
-      case K::String: append_json_string(out, v.as_string(), style_.ensure_ascii); return;
-      case K::List: write_list(out, v.as_list(), depth); return;
-      case K::Dict:
-      case K::Namespace: write_dict(out, v.as_dict(), depth); return;
-      case K::Function: throw TemplateError("cannot convert the function '" + v.as_function().name + "' to JSON");
+      case Kind::String: append_json_string(out, v.as_string(), style_.ensure_ascii); return;
+      case Kind::List: write_list(out, v.as_list(), depth); return;
+      case Kind::Dict:
+      case Kind::Namespace: write_dict(out, v.as_dict(), depth); return;
+      case Kind::Function: throw TemplateError("cannot convert the function '" + v.as_function().name + "' to JSON");
     }
   }
 

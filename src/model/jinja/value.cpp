@@ -168,9 +168,9 @@ bool is_numeric_like(const Value& v) { return v.is_number() || v.is(Value::Kind:
 }  // namespace
 
 bool values_equal(const Value& a, const Value& b) {
-  using K = Value::Kind;
+  using Kind = Value::Kind;
   if (is_numeric_like(a) && is_numeric_like(b)) {
-    if (a.is(K::Int) && b.is(K::Int)) return a.as_int() == b.as_int();
+    if (a.is(Kind::Int) && b.is(Kind::Int)) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
   }
   const bool a_missing = a.is_undefined() || a.is_none();
@@ -178,13 +178,13 @@ bool values_equal(const Value& a, const Value& b) {
   if (a_missing || b_missing) return a_missing && b_missing;
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case K::String: return a.as_string() == b.as_string();
-    case K::List: {
+    case Kind::String: return a.as_string() == b.as_string();
+    case Kind::List: {
       const ValueList& x = a.as_list();
       const ValueList& y = b.as_list();
       return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), values_equal);
     }
-    case K::Dict: {
+    case Kind::Dict: {
       const Dict& x = a.as_dict();
       const Dict& y = b.as_dict();
       if (x.size() != y.size()) return false;
@@ -231,18 +231,18 @@ int compare_values(const Value& a, const Value& b, bool case_sensitive) {
 }
 
 std::string display_string(const Value& v) {
-  using K = Value::Kind;
+  using Kind = Value::Kind;
   switch (v.kind()) {
-    case K::Undefined:
-    case K::None: return {};
-    case K::Bool: return v.as_bool() ? "true" : "false";
-    case K::Int: return std::to_string(v.as_int());
-    case K::Float: return float_to_display(v.as_float());
-    case K::String: return v.as_string();
-    case K::List:
-    case K::Dict:
-    case K::Namespace: return to_json(v, JsonStyle{}, /*undefined_as_null=*/false);
-    case K::Function:
+    case Kind::Undefined:
+    case Kind::None: return {};
+    case Kind::Bool: return v.as_bool() ? "true" : "false";
+    case Kind::Int: return std::to_string(v.as_int());
+    case Kind::Float: return float_to_display(v.as_float());
+    case Kind::String: return v.as_string();
+    case Kind::List:
+    case Kind::Dict:
+    case Kind::Namespace: return to_json(v, JsonStyle{}, /*undefined_as_null=*/false);
+    case Kind::Function:
       throw TemplateError("cannot write the function '" + v.as_function().name + "' (a call without parentheses?)");
   }
   return {};
