@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "util/float_decimal.h"
+
 namespace clm {
 
 namespace {
@@ -18,11 +20,18 @@ json counts_json(const ReuseCounts& c) {
 // is written as null.
 json number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+// The share as set (a float): its shortest decimal, 0.15 rather than the
+// widened 0.15000000596046448.
+json blend_ratio_json(const ReuseVariant& v) {
+  if (v.mode != ReuseMode::Blend) return nullptr;
+  return v.blend.adaptive ? json("auto") : json(as_shortest_decimal(v.blend.ratio));
+}
+
 json summary_json(const ReuseVariant& v, const ReuseVariantSummary& s) {
   return {{"name", v.name()},
           {"mode", std::string(to_string(v.mode))},
           {"lead", v.lead},
-          {"blend_ratio", v.mode == ReuseMode::Blend ? (v.blend.adaptive ? json("auto") : json(v.blend.ratio)) : json(nullptr)},
+          {"blend_ratio", blend_ratio_json(v)},
           {"cases", s.cases},
           {"positions", s.positions},
           {"scored_positions", s.scored()},

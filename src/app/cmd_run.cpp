@@ -10,6 +10,7 @@
 #include "app/cli_flags.h"
 #include "app/commands.h"
 #include "app/openai_response.h"
+#include "util/float_decimal.h"
 #include "util/hex.h"
 
 namespace clm {
@@ -70,8 +71,8 @@ int run(const RunFlags& f) {
       if (f.top_logprobs > 0) {
         nlohmann::json top = nlohmann::json::array();
         for (const auto& [id, lp] : t.top_logprobs)
-          top.push_back({{"id", id}, {"token", tok.token_to_piece(id, true)}, {"logprob", lp}});
-        logprobs.push_back({{"id", t.id}, {"logprob", t.logprob}, {"top_logprobs", top}});
+          top.push_back({{"id", id}, {"token", tok.token_to_piece(id, true)}, {"logprob", as_shortest_decimal(lp)}});
+        logprobs.push_back({{"id", t.id}, {"logprob", as_shortest_decimal(t.logprob)}, {"top_logprobs", top}});
       }
     } else {
       std::cout << stream.push(t.id) << std::flush;

@@ -78,6 +78,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.stop_at_end_of_generation = !r.ignore_eos;
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
+  sr.prompt_logprobs_from = r.logprob_start_len.value_or(-1);
   sr.reuse = r.reuse;
   sr.block_strategy = r.block_strategy;
   sr.kv_budget_tokens = r.kv_budget_tokens;

@@ -1,5 +1,7 @@
 #include "app/http_session.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 
@@ -61,8 +63,13 @@ bool is_malformed(beast::error_code ec) {
 }
 
 constexpr std::size_t kWatchReadBytes = 4096;
-constexpr std::size_t kDrainAfterRefusalBytes = 1u << 20;
-constexpr double kDrainAfterRefusalS = 1.0;
+// What a closing connection still reads and drops, at most: a client that
+// sent a whole body the server refused (a 12 MiB upload sent in one go, as
+// Python's urllib does) finishes sending and then reads the answer, where
+// closing on unread bytes would reset the connection under it. Bounded in
+// bytes and time, so that refusing a body costs little whatever is offered.
+constexpr std::uint64_t kDrainBytes = std::uint64_t{64} << 20;
+constexpr double kDrainS = 2.0;
 
 }  // namespace
 
@@ -216,6 +223,13 @@ void HttpSession::on_route_result(RouteResult result) {
 
 void HttpSession::refuse(const ApiError& error) {
   keep_alive_ = false;
+  // A body of declared length still to come is read and dropped after the
+  // answer, no further (parser_->content_length() is what is left unparsed,
+  // part of which may already sit in buffer_).
+  if (parser_ && !parser_->is_done() && parser_->content_length()) {
+    const std::uint64_t left = *parser_->content_length();
+    body_left_ = left > buffer_.size() ? left - buffer_.size() : 0;
+  }
   send(error_response(error));
 }
 
@@ -372,23 +386,27 @@ void HttpSession::close_now() {
 
 // Closing with unread bytes in the socket would reset the connection and
 // could destroy the answer before the client reads it; so stop sending, read
-// and drop what still comes for a moment, then close.
+// and drop what still comes (up to the end of a refused body whose length
+// was declared, the client's end, kDrainBytes or kDrainS, whichever comes
+// first), then close.
 void HttpSession::close_after_send() {
   if (closed_) return;
   beast::error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_send, ignored);
+  // Bytes already read past the request are dropped with the buffer.
+  buffer_.clear();
+  drain_left_ = std::min(body_left_.value_or(kDrainBytes), kDrainBytes);
+  if (drain_left_ == 0) return close_now();
   drain_.resize(16384);
-  arm(kDrainAfterRefusalS);
+  arm(kDrainS);
   struct Drain {
     std::shared_ptr<HttpSession> self;
     void operator()(beast::error_code ec, std::size_t n) {
-      self->drained_ += n;
-      if (ec || self->closed_ || self->drained_ > kDrainAfterRefusalBytes) return self->close_now();
+      self->drain_left_ -= std::min<std::uint64_t>(n, self->drain_left_);
+      if (ec || self->closed_ || self->drain_left_ == 0) return self->close_now();
       self->socket_.async_read_some(asio::buffer(self->drain_), std::move(*this));
     }
   };
-  // Bytes already read past the request are dropped with the buffer.
-  buffer_.clear();
   socket_.async_read_some(asio::buffer(drain_), Drain{shared_from_this()});
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,8 +95,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool watching_ = false;          // a read is pending to notice the client leaving
   bool resume_after_watch_ = false;  // the watch was cancelled to read the next request
   std::atomic<bool> wake_posted_{false};
+  // Closing: what is read and dropped before the socket closes.
+  std::optional<std::uint64_t> body_left_;  // of a refused body of declared length
+  std::uint64_t drain_left_ = 0;
   std::vector<char> drain_;
-  std::size_t drained_ = 0;
 };
 
 }  // namespace clm

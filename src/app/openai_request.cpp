@@ -342,6 +342,12 @@ std::expected<GenerationRequest, ApiError> parse_completion_request(const nlohma
   if (auto e = read_common(body, defaults, r)) return std::unexpected(*e);
   if (auto e = read_bool(body, "echo", r.echo)) return std::unexpected(*e);
   if (auto e = read_bool(body, "parse_special", r.parse_special)) return std::unexpected(*e);
+  if (field(body, "logprob_start_len")) {
+    int start = 0;
+    if (auto e = read_int(body, "logprob_start_len", 0, std::numeric_limits<int32_t>::max(), start))
+      return std::unexpected(*e);
+    r.logprob_start_len = start;
+  }
   // The prompt's log-probabilities are known only when the request ends, so
   // a stream could not send them first, where they belong.
   if (r.echo && r.stream)

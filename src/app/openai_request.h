@@ -38,6 +38,9 @@ struct GenerationRequest {
   // Completion: the choice's text, and its logprobs when asked for, start
   // with the prompt's. With logprobs, the prompt's are scored too.
   bool echo = false;
+  // Completion, extension (SGLang's name): with echo and logprobs, every
+  // prompt position from this index on is scored, whatever the cache holds.
+  std::optional<int> logprob_start_len;
   int max_tokens = 0;                 // filled from the defaults when absent; completions allow 0
   SamplerParams sampler;              // the defaults, overridden field by field
   std::vector<std::string> stop;

@@ -2,11 +2,17 @@
 
 #include <random>
 
+#include "util/float_decimal.h"
+
 namespace clm {
 
 namespace {
 
 using nlohmann::json;
+
+// Log-probabilities are floats: written as the float's shortest decimal,
+// which a client reads back (as a double, or a float) to the very float.
+json logprob_value(float logprob) { return as_shortest_decimal(logprob); }
 
 json token_bytes(const std::string& token) {
   json bytes = json::array();
@@ -19,9 +25,9 @@ json chat_logprobs(const std::vector<TokenLogprob>& tokens) {
   for (const auto& t : tokens) {
     json top = json::array();
     for (const auto& [token, lp] : t.top)
-      top.push_back({{"token", token}, {"logprob", lp}, {"bytes", token_bytes(token)}});
+      top.push_back({{"token", token}, {"logprob", logprob_value(lp)}, {"bytes", token_bytes(token)}});
     content.push_back({{"token", t.token},
-                       {"logprob", t.logprob ? json(*t.logprob) : json(nullptr)},
+                       {"logprob", t.logprob ? logprob_value(*t.logprob) : json(nullptr)},
                        {"bytes", token_bytes(t.token)},
                        {"top_logprobs", top}});
   }
@@ -34,9 +40,9 @@ json completion_logprobs(const std::vector<TokenLogprob>& tokens, std::size_t te
   for (const auto& t : tokens) {
     out["tokens"].push_back(t.token);
     if (t.logprob) {
-      out["token_logprobs"].push_back(*t.logprob);
+      out["token_logprobs"].push_back(logprob_value(*t.logprob));
       json top = json::object();
-      for (const auto& [token, lp] : t.top) top[token] = lp;
+      for (const auto& [token, lp] : t.top) top[token] = logprob_value(lp);
       out["top_logprobs"].push_back(top);
     } else {
       out["token_logprobs"].push_back(nullptr);

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "app/tier_report.h"
+#include "util/float_decimal.h"
 
 namespace clm {
 
@@ -45,7 +46,7 @@ json reuse_options_json(const ReuseOptions& r) {
           {"min_reuse_tokens", r.min_reuse_tokens},
           {"window", r.window},
           {"lead", r.lead},
-          {"blend_ratio", r.blend_adaptive ? json("auto") : json(r.blend_ratio)},
+          {"blend_ratio", r.blend_adaptive ? json("auto") : json(as_shortest_decimal(r.blend_ratio))},
           {"blend_layer", r.blend_layer},
           {"block_strategy", std::string(to_string(r.block_strategy))}};
 }

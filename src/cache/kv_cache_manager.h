@@ -108,9 +108,10 @@ class KvCacheManager {
   // tokens of a cached block that continues the prompt only partly, copied),
   // then in mode Shift spans found anywhere after it, then what is left to
   // compute. Never the whole prompt: its last token is always computed, so
-  // its logits exist. A span is only taken where every token's type in
-  // `labels` agrees with the cached one's, from blocks cached under the same
-  // intent label; options.block_strategy says how whole it must be.
+  // its logits exist; nor anything from options.reuse_before on. A span is
+  // only taken where every token's type in `labels` agrees with the cached
+  // one's, from blocks cached under the same intent label;
+  // options.block_strategy says how whole it must be.
   ReusePlan plan(std::span<const int32_t> prompt, uint64_t cache_namespace, const ReuseOptions& options,
                  const PromptLabels& labels = {}) const;
   // Starts `seq` (which must be empty) from the plan: prefix blocks shared,
@@ -232,8 +233,10 @@ class KvCacheManager {
   std::span<const int32_t> stored_tokens(BlockId id) const;
   BlockKey key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const;
   // Plan parts (reuse_planning.cpp).
-  void plan_prefix(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace) const;
-  void plan_spans(ReusePlan& plan, std::span<const int32_t> prompt, uint64_t cache_namespace,
+  // The prefix covers only `reusable`, the leading tokens a plan may reuse;
+  // spans end at index `reusable` at the latest.
+  void plan_prefix(ReusePlan& plan, std::span<const int32_t> reusable, uint64_t cache_namespace) const;
+  void plan_spans(ReusePlan& plan, std::span<const int32_t> prompt, int32_t reusable, uint64_t cache_namespace,
                   const ReuseOptions& options, const PromptLabels& labels) const;
   // Disjoint spans inside prompt[lo, hi), in prompt order, tail first found;
   // with `whole_blocks`, each trimmed to whole semantic blocks.

@@ -73,6 +73,10 @@ struct ReuseOptions {
   // fewest tokens holding nearly all of the deviation, blend_ratio ignored).
   bool blend_adaptive = false;
   BlockStrategy block_strategy = BlockStrategy::Token;
+  // Nothing at or after this prompt index is reused (attached, partly
+  // copied or shifted): a request that scores its prompt needs the rows
+  // from there on computed, since only a computed row yields logits.
+  int32_t reuse_before = INT32_MAX;
 };
 
 // Where each prompt token's K/V came from, for one request. The four add up

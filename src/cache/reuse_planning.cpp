@@ -30,11 +30,14 @@ ReusePlan KvCacheManager::plan(std::span<const int32_t> prompt, uint64_t cache_n
   ReusePlan p;
   p.mode = options.mode;
   const int32_t n = static_cast<int32_t>(prompt.size());
-  const bool reuse = options_.prefix_caching && options.mode != ReuseMode::Off && n >= 2;
-  if (reuse) plan_prefix(p, prompt, cache_namespace);
+  // The last prompt token is always computed (its logits are sampled from),
+  // and nothing from options.reuse_before on is reused.
+  const int32_t reusable = std::clamp(options.reuse_before, 0, std::max(n - 1, 0));
+  const bool reuse = options_.prefix_caching && options.mode != ReuseMode::Off && reusable > 0;
+  if (reuse) plan_prefix(p, prompt.first(static_cast<std::size_t>(reusable)), cache_namespace);
   if (reuse && options.mode >= ReuseMode::Shift && options_.rope.head_dim > 0 &&
       options.block_strategy != BlockStrategy::Session)
-    plan_spans(p, prompt, cache_namespace, options, labels);
+    plan_spans(p, prompt, reusable, cache_namespace, options, labels);
   int32_t at = p.prefix_tokens;
   for (const ReuseSpan& s : p.spans) {
     const int32_t copy_begin = s.dst_begin + s.lead;
@@ -45,13 +48,13 @@ ReusePlan KvCacheManager::plan(std::span<const int32_t> prompt, uint64_t cache_n
   return p;
 }
 
-void KvCacheManager::plan_prefix(ReusePlan& p, std::span<const int32_t> prompt, uint64_t cache_namespace) const {
+void KvCacheManager::plan_prefix(ReusePlan& p, std::span<const int32_t> reusable, uint64_t cache_namespace) const {
   const KeyContext context{fingerprint_, cache_namespace};
   const std::size_t bs = static_cast<std::size_t>(block_size_);
-  const std::size_t n_full = (prompt.size() - 1) / bs;
+  const std::size_t n_full = reusable.size() / bs;
   BlockKey parent = kNoKey;
   for (std::size_t b = 0; b < n_full; ++b) {
-    const auto tokens = prompt.subspan(b * bs, bs);
+    const auto tokens = reusable.subspan(b * bs, bs);
     const BlockKey key = key_of(parent, tokens, context);
     const BlockId id = lookup(key, parent, tokens, cache_namespace);
     if (id == kNoBlock) break;
@@ -65,7 +68,7 @@ void KvCacheManager::plan_prefix(ReusePlan& p, std::span<const int32_t> prompt, 
   // A cached block that continues the prompt for only its first k tokens
   // still holds exactly their K/V (a token's K/V depends on its prefix
   // alone); they are copied, since the rest of it belongs to another text.
-  const auto [source, k] = best_partial(parent, cache_namespace, prompt.subspan(done, prompt.size() - 1 - done));
+  const auto [source, k] = best_partial(parent, cache_namespace, reusable.subspan(done));
   if (k > 0) {
     p.partial_source = source;
     p.partial_generation = generation_[static_cast<std::size_t>(source)];
@@ -74,11 +77,12 @@ void KvCacheManager::plan_prefix(ReusePlan& p, std::span<const int32_t> prompt, 
   }
 }
 
-void KvCacheManager::plan_spans(ReusePlan& p, std::span<const int32_t> prompt, uint64_t cache_namespace,
-                                const ReuseOptions& options, const PromptLabels& labels) const {
+void KvCacheManager::plan_spans(ReusePlan& p, std::span<const int32_t> prompt, int32_t reusable,
+                                uint64_t cache_namespace, const ReuseOptions& options,
+                                const PromptLabels& labels) const {
   const int32_t n = static_cast<int32_t>(prompt.size());
   const int32_t lo = std::max(p.prefix_tokens, options.window > 0 ? n - 1 - options.window : 0);
-  const int32_t hi = n - 1;  // the last prompt token is always computed
+  const int32_t hi = reusable;
   const bool any_whole = std::any_of(labels.tokens.begin(), labels.tokens.end(),
                                      [](const TokenLabel& l) { return l.whole_block; });
   std::vector<ReuseSpan> blocks;

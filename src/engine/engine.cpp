@@ -135,6 +135,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   req.blend_adaptive = options.blend_adaptive;
   req.block_strategy = options.block_strategy;
   req.prompt_logprobs = options.prompt_logprobs;
+  req.prompt_logprobs_from = options.prompt_logprobs_from;
   req.kv_budget_tokens = options.kv_budget_tokens;
   req.evict_positions = options.evict_positions;
 

@@ -84,6 +84,7 @@ struct GenerateOptions {
   std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
   std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
   int prompt_logprobs = -1;        // see Request::prompt_logprobs
+  int prompt_logprobs_from = -1;   // see Request::prompt_logprobs_from
   std::optional<int> kv_budget_tokens;  // overrides EngineOptions::kv_budget_tokens
   std::optional<EvictPositions> evict_positions;  // overrides EngineOptions::evict_positions
 };

@@ -14,6 +14,7 @@
 // once per request, by cause (engine/end_cause.h).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -98,6 +99,10 @@ struct Request {
   // row is computed, the log-probability of prompt[i] and the K most likely
   // tokens there (RequestSummary::prompt_logprobs).
   int prompt_logprobs = -1;
+  // With prompt_logprobs >= 0, K >= 0: every prompt position from K on is
+  // scored, whatever the cache holds: the rows from K - 1 on are computed,
+  // never reused (reuse applies before them as usual). -1: no such promise.
+  int prompt_logprobs_from = -1;
   // Overrides SchedulerOptions::kv_budget_tokens for this request (0: none).
   std::optional<int> kv_budget_tokens;
   // Overrides SchedulerOptions::evict_positions for this request.
@@ -105,6 +110,13 @@ struct Request {
   // Debugging and tests: each TokenEvent carries the full row of logits the
   // token was sampled from (before penalties). Costs a copy of n_vocab floats.
   bool record_logits = false;
+
+  // The first prompt index whose K/V must be computed whatever the cache
+  // holds (ReuseOptions::reuse_before); INT32_MAX when any may be reused.
+  int32_t reuse_before() const {
+    if (prompt_logprobs < 0 || prompt_logprobs_from < 0) return INT32_MAX;
+    return std::max(prompt_logprobs_from - 1, 0);
+  }
 };
 
 struct TokenEvent {
@@ -128,7 +140,7 @@ struct RequestSummary {
   ReuseCounts reuse;         // where each prompt token's K/V came from
   // With Request::prompt_logprobs >= 0: one entry per prompt token; entry 0
   // and the positions whose predecessor was reused rather than computed are
-  // empty.
+  // empty (none from Request::prompt_logprobs_from on).
   std::vector<std::optional<PromptLogprob>> prompt_logprobs;
   int blend_probed = 0;       // prompt tokens blend's first pass ran through its first layer(s)
   double prefill_flops = 0.0;  // arithmetic the prompt cost (model/prefill_flops.h), probes included

@@ -43,6 +43,7 @@ void Scheduler::admit() {
     // first hole, so it takes an exact prefix at most.
     if (s.budget && reuse.mode != ReuseMode::Off) reuse.mode = ReuseMode::Prefix;
     if (s.request.block_strategy) reuse.block_strategy = *s.request.block_strategy;
+    reuse.reuse_before = s.request.reuse_before();
     ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
     // Planned and applied back to back on this thread, so no source can be
     // evicted in between; NoRoom leaves the cache as it was.

@@ -95,7 +95,13 @@ class Scheduler::SubmitLanding final : public KvLandingSource {
 
 std::vector<LandedEntry> Scheduler::fetch_promoted(const Request& request) {
   SubmitLanding landing(*this);  // hands back what the fetch leaves unused
-  return options_.tiers->fetch(cache_.prompt_keys(request.prompt, request.cache_namespace), &landing);
+  // Blocks wholly at or after the limit are of no use to the plan; the one
+  // across it still gives the tokens before the limit (a partial copy).
+  const std::span<const int32_t> prompt = request.prompt;
+  const auto bs = static_cast<std::size_t>(cache_.pool().geometry().block_size);
+  const auto limit = static_cast<std::size_t>(request.reuse_before());
+  const std::size_t wanted = std::min(prompt.size(), (limit + bs - 1) / bs * bs);
+  return options_.tiers->fetch(cache_.prompt_keys(prompt.first(wanted), request.cache_namespace), &landing);
 }
 
 void Scheduler::serve_landings() {

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "model/pair_merge.h"
+#include "model/unicode_nfc.h"
 #include "model/utf8.h"
+#include "model/vocab_metadata.h"
 
 namespace clm {
 
@@ -65,6 +67,14 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::load(const GgufFile& file) {
   }
   std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
   t->pre_ = *kind;
+  if (file.find(kNormalizerKey) != nullptr) {
+    auto normalizer = file.get_string(kNormalizerKey);
+    if (!normalizer) return fail("tokenizer: " + normalizer.error().message);
+    if (*normalizer != "NFC")
+      return fail("tokenizer: unsupported normalizer '" + std::string(*normalizer) + "' (" + kNormalizerKey +
+                  "); supported: NFC");
+    t->nfc_ = true;
+  }
   if (auto s = t->load_common(file, false); !s) return std::unexpected(s.error());
   if (is_llama3_family(pre_name)) {
     t->ignore_merges_ = true;
@@ -92,18 +102,29 @@ std::vector<int32_t> BpeTokenizer::encode_fragments(const std::vector<Fragment>&
       out.push_back(f.token);
       continue;
     }
-    for (std::string_view word : pre_tokenize(pre_, f.text)) encode_word(word, out);
+    std::string storage;
+    for (std::string_view word : pre_tokenize(pre_, normalized(f.text, storage))) encode_word(word, out);
   }
   if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
+}
+
+std::string_view BpeTokenizer::normalized(std::string_view text, std::string& storage) const {
+  if (!nfc_) return text;
+  storage = to_nfc(text);
+  return storage;
 }
 
 // Words never merge with each other, so the text is pre-tokenized a chunk at
 // a time, and only the words that end well before the chunk's cut (where
 // the split patterns cannot have seen it) are encoded; the next chunk starts
 // at the first word left. A word longer than a chunk doubles the chunk.
-std::size_t BpeTokenizer::encode_text_bounded(std::string_view text, bool /*starts_sentence*/, std::size_t max_tokens,
-                                              std::vector<int32_t>& out) const {
+// A normalizing vocabulary normalizes the whole fragment first (a linear
+// pass, cheap beside merging); the bytes read then count the normalized text.
+std::size_t BpeTokenizer::encode_text_bounded(std::string_view original, bool /*starts_sentence*/,
+                                              std::size_t max_tokens, std::vector<int32_t>& out) const {
+  std::string storage;
+  const std::string_view text = normalized(original, storage);
   std::size_t pos = 0;
   std::size_t chunk = kChunkBytes;
   while (pos < text.size()) {
@@ -118,7 +139,7 @@ std::size_t BpeTokenizer::encode_text_bounded(std::string_view text, bool /*star
       done = word_end;
       if (out.size() > max_tokens) return done;
     }
-    if (last) return text.size();
+    if (last) return original.size();
     if (done == pos) {
       chunk *= 2;
       continue;
@@ -126,7 +147,7 @@ std::size_t BpeTokenizer::encode_text_bounded(std::string_view text, bool /*star
     pos = done;
     chunk = kChunkBytes;
   }
-  return text.size();
+  return original.size();
 }
 
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out) const {

@@ -31,11 +31,17 @@ class BpeTokenizer final : public Tokenizer {
                                   std::vector<int32_t>& out) const override;
   BpeTokenizer() = default;
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
+  // The text a fragment is split from: `text` itself, or its normalized
+  // form kept in `storage`.
+  std::string_view normalized(std::string_view text, std::string& storage) const;
 
   PreTokenizerKind pre_ = PreTokenizerKind::Gpt2;
   // A word that is a token as a whole becomes that token, merges or not
   // (tokenizer.json's ignore_merges; llama.cpp sets it for the Llama-3 names).
   bool ignore_merges_ = false;
+  // Text between special tokens is put in NFC before it is split, as the
+  // vocabulary's tokenizer.json asks (kNormalizerKey).
+  bool nfc_ = false;
   // "left right" (the merge line itself) -> rank; lower merges first.
   std::unordered_map<std::string, int32_t> ranks_;
 };

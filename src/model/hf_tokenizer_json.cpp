@@ -132,13 +132,36 @@ Result<std::string> detect_pre(const json& root, bool ignore_merges) {
   return std::string(known->pre);
 }
 
-Status check_normalizer_and_decoder(const json& root) {
-  // NFC leaves text in the usual composed form as it is; llama.cpp does not
-  // apply it either (README: which families are supported).
-  if (const json* n = json_member(root, "normalizer")) {
-    const std::string type = type_of(*n);
-    if (type != "NFC") return fail("tokenizer.json: unsupported normalizer '" + type + "' (only none or NFC)");
+// Whether one normalizer step (possibly a Sequence of steps) asks for NFC.
+// NFC is the only normalization implemented; any other step is refused by
+// name rather than silently skipped, since it would change the ids.
+Status collect_normalizer(const json& step, bool& nfc) {
+  const std::string type = type_of(step);
+  if (type == "NFC") {
+    nfc = true;
+    return {};
   }
+  if (type == "Sequence") {
+    const json* steps = json_member(step, "normalizers");
+    if (steps == nullptr || !steps->is_array())
+      return fail("tokenizer.json: a Sequence normalizer without a normalizers array");
+    for (const json& s : *steps)
+      if (auto r = collect_normalizer(s, nfc); !r) return r;
+    return {};
+  }
+  return fail("tokenizer.json: unsupported normalizer '" + type + "' (supported: none, NFC, or a Sequence of NFC)");
+}
+
+// "NFC", or empty for none.
+Result<std::string> read_normalizer(const json& root) {
+  const json* n = json_member(root, "normalizer");
+  if (n == nullptr) return std::string();
+  bool nfc = false;
+  if (auto s = collect_normalizer(*n, nfc); !s) return std::unexpected(s.error());
+  return std::string(nfc ? "NFC" : "");
+}
+
+Status check_decoder(const json& root) {
   const json* decoder = json_member(root, "decoder");
   if (decoder == nullptr || type_of(*decoder) != "ByteLevel") {
     return fail("tokenizer.json: the decoder is " + (decoder ? "'" + type_of(*decoder) + "'" : std::string("missing")) +
@@ -324,9 +347,12 @@ Result<VocabMetadata> convert(const json& root, const json* config) {
   const json* model = json_member(root, "model");
   if (model == nullptr || !model->is_object()) return fail("tokenizer.json: no model object");
   if (auto s = check_model(*model); !s) return std::unexpected(s.error());
-  if (auto s = check_normalizer_and_decoder(root); !s) return std::unexpected(s.error());
+  if (auto s = check_decoder(root); !s) return std::unexpected(s.error());
+  auto normalizer = read_normalizer(root);
+  if (!normalizer) return std::unexpected(normalizer.error());
   VocabMetadata v;
   v.model = "gpt2";
+  v.normalizer = std::move(*normalizer);
   auto pre = detect_pre(root, flag(*model, "ignore_merges", false));
   if (!pre) return std::unexpected(pre.error());
   v.pre = std::move(*pre);

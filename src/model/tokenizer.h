@@ -28,7 +28,7 @@ enum class TokenType : int32_t {
 struct BoundedTokens {
   std::vector<int32_t> tokens;  // every token when !exceeded, else those of the text read
   bool exceeded = false;        // the text has more than the bound's tokens
-  std::size_t bytes_read = 0;   // bytes of text tokenized: all of it unless exceeded
+  std::size_t bytes_read = 0;   // bytes of text tokenized: all of it unless exceeded (of NFC text, if normalized)
 };
 
 class Tokenizer {

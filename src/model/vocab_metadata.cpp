@@ -8,6 +8,7 @@ void add_vocab_metadata(GgufWriter& writer, const VocabMetadata& vocab) {
   };
   writer.add_string("tokenizer.ggml.model", vocab.model);
   if (!vocab.pre.empty()) writer.add_string("tokenizer.ggml.pre", vocab.pre);
+  if (!vocab.normalizer.empty()) writer.add_string(kNormalizerKey, vocab.normalizer);
   writer.add_string_array("tokenizer.ggml.tokens", vocab.tokens);
   writer.add_i32_array("tokenizer.ggml.token_type", vocab.types);
   if (!vocab.scores.empty()) writer.add_f32_array("tokenizer.ggml.scores", vocab.scores);

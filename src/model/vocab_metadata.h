@@ -13,9 +13,17 @@
 
 namespace clm {
 
+// The key a vocabulary's text normalizer is written under: clmcache's own,
+// since GGUF defines none.
+inline constexpr const char* kNormalizerKey = "clmcache.tokenizer.normalizer";
+
 struct VocabMetadata {
   std::string model;  // tokenizer.ggml.model: "llama" or "gpt2"
   std::string pre;    // tokenizer.ggml.pre; empty: not written
+  // kNormalizerKey: how text is normalized before it is split, "NFC" or
+  // empty (none; not written). llama.cpp's files have no such key and it
+  // normalizes nothing.
+  std::string normalizer;
   std::vector<std::string> tokens;
   std::vector<float> scores;  // SentencePiece only; empty: not written
   std::vector<int32_t> types;  // TokenType values, one per token

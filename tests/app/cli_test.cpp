@@ -11,6 +11,7 @@
 #include "cache/reuse_plan.h"
 #include "model/bpe_tokenizer.h"
 #include "model/utf8.h"
+#include "support/float_text.h"
 #include "support/run_command.h"
 #include "support/test_paths.h"
 
@@ -40,6 +41,12 @@ TEST(Cli, RunJsonOnRealModelMatchesGolden) {
   ASSERT_EQ(out["logprobs"].size(), 16u);
   EXPECT_EQ(out["logprobs"][0]["top_logprobs"].size(), 3u);
   EXPECT_EQ(out["logprobs"][0]["top_logprobs"][0]["id"], want[0]);
+  // Each logprob is its float's shortest decimal.
+  for (const auto& step : out["logprobs"]) {
+    EXPECT_TRUE(test::written_as_float(step["logprob"].get<double>())) << step["logprob"];
+    for (const auto& alt : step["top_logprobs"])
+      EXPECT_TRUE(test::written_as_float(alt["logprob"].get<double>())) << alt["logprob"];
+  }
   EXPECT_TRUE(out["text"].is_string());
 }
 

@@ -408,6 +408,28 @@ TEST(OpenAiRequest, EchoLogprobsAndTokenIdNames) {
   EXPECT_TRUE(parse_completion_request({{"prompt", "x"}, {"echo", false}, {"stream", true}}, defaults()));
 }
 
+TEST(OpenAiRequest, LogprobStartLenIsANonNegativeIndex) {
+  auto scored = parse_completion_request(
+      {{"prompt", {1, 2, 3}}, {"echo", true}, {"logprobs", 0}, {"logprob_start_len", 2}}, defaults());
+  ASSERT_TRUE(scored) << scored.error().message;
+  EXPECT_EQ(scored->logprob_start_len, 2);
+  auto zero = parse_completion_request({{"prompt", "x"}, {"logprob_start_len", 0}}, defaults());
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->logprob_start_len, 0);
+  auto absent = parse_completion_request({{"prompt", "x"}, {"logprob_start_len", nullptr}}, defaults());
+  ASSERT_TRUE(absent);
+  EXPECT_FALSE(absent->logprob_start_len);
+  const ApiError negative = completion_error({{"prompt", "x"}, {"logprob_start_len", -1}});
+  EXPECT_EQ(negative.status, 400);
+  EXPECT_EQ(negative.param, "logprob_start_len");
+  EXPECT_EQ(negative.code, "out_of_range");
+  for (const json& bad : {json(1.5), json("3"), json(true), json::array({1})}) {
+    const ApiError e = completion_error({{"prompt", "x"}, {"logprob_start_len", bad}});
+    EXPECT_EQ(e.param, "logprob_start_len") << bad.dump();
+    EXPECT_EQ(e.code, "invalid_type") << bad.dump();
+  }
+}
+
 TEST(OpenAiRequest, ZeroMaxTokensOnlyForCompletions) {
   auto zero = parse_completion_request({{"prompt", "x"}, {"max_tokens", 0}}, defaults());
   ASSERT_TRUE(zero);

@@ -64,6 +64,29 @@ TEST(OpenAiResponse, ChatLogprobsLayout) {
   EXPECT_EQ(c[0]["top_logprobs"][1]["token"], "Yo");
 }
 
+// Logprobs are floats: each is written as the float's shortest decimal
+// (-0.1, not the widened -0.10000000149011612), in both layouts and in
+// stream chunks, and reads back as exactly that float.
+TEST(OpenAiResponse, LogprobsAreWrittenAsTheirFloatsShortestDecimal) {
+  const std::vector<TokenLogprob> lps = {{"Hi", -0.1f, {{"Hi", -0.1f}, {"Yo", -2.3025851f}}, std::nullopt}};
+  const std::string chat = completion_response(meta(ApiEndpoint::Chat), "Hi", "stop", {}, &lps).dump();
+  EXPECT_NE(chat.find("\"logprob\":-0.1,"), std::string::npos) << chat;
+  EXPECT_NE(chat.find("\"logprob\":-2.3025851,"), std::string::npos) << chat;
+  const std::string legacy = completion_response(meta(ApiEndpoint::Completion), "Hi", "stop", {}, &lps).dump();
+  EXPECT_NE(legacy.find("\"token_logprobs\":[-0.1]"), std::string::npos) << legacy;
+  EXPECT_NE(legacy.find("{\"Hi\":-0.1,\"Yo\":-2.3025851}"), std::string::npos) << legacy;
+  StreamChunk chunk;
+  chunk.text = "Hi";
+  chunk.logprobs = &lps;
+  const std::string streamed = stream_chunk(meta(ApiEndpoint::Completion), chunk).dump();
+  EXPECT_NE(streamed.find("\"token_logprobs\":[-0.1]"), std::string::npos) << streamed;
+  // Parsed as a double, as clients do, and narrowed: the very float.
+  const json parsed = json::parse(legacy);
+  EXPECT_EQ(static_cast<float>(parsed["choices"][0]["logprobs"]["token_logprobs"][0].get<double>()), -0.1f);
+  EXPECT_EQ(static_cast<float>(parsed["choices"][0]["logprobs"]["top_logprobs"][0]["Yo"].get<double>()),
+            -2.3025851f);
+}
+
 TEST(OpenAiResponse, ChatChunks) {
   const ResponseMeta m = meta(ApiEndpoint::Chat);
   StreamChunk first;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/reuse_plan.h"
+#include "support/float_text.h"
 #include "support/prometheus_text.h"
 #include "support/server_process.h"
 #include "support/test_paths.h"
@@ -109,10 +110,13 @@ void check_scored(const json& r, const std::vector<int32_t>& ids, int top) {
     ASSERT_EQ(value.is_null(), alternatives.is_null());
     if (value.is_null()) continue;
     EXPECT_LE(value.get<double>(), 0.0);
+    // A float's shortest decimal: it reads back as the float computed.
+    EXPECT_TRUE(test::written_as_float(value.get<double>())) << value;
     ASSERT_EQ(alternatives.size(), static_cast<std::size_t>(top));
     for (const auto& [token, alt] : alternatives.items()) {
       EXPECT_TRUE(token.starts_with("token_id:")) << token;
       EXPECT_LE(alt.get<double>(), 0.0);
+      EXPECT_TRUE(test::written_as_float(alt.get<double>())) << alt;
     }
     // The prompt's own token, when among the most likely, has its value.
     const std::string own = "token_id:" + std::to_string(ids[i]);
@@ -303,7 +307,9 @@ TEST_F(ServerReuseTest, BlendRecomputesPartOfAReorderedPromptAndSaysSo) {
   EXPECT_GE(s["scheduler"]["blend_probed_tokens"].get<int>(), details["blend_probed"].get<int>());
   EXPECT_GT(s["scheduler"]["blend_recomputed_tokens"].get<int>(), 0);
   EXPECT_GT(s["scheduler"]["prefill_flops"].get<double>(), 0.0);
-  EXPECT_EQ(s["reuse"]["blend_ratio"].get<double>(), static_cast<double>(ReuseOptions{}.blend_ratio));
+  // The float setting as it was set: 0.15, not 0.15000000596046448.
+  EXPECT_NE(stats->body.find("\"blend_ratio\":0.15,"), std::string::npos) << stats->body;
+  EXPECT_EQ(static_cast<float>(s["reuse"]["blend_ratio"].get<double>()), ReuseOptions{}.blend_ratio);
   EXPECT_EQ(s["reuse"]["blend_layer"].get<int>(), ReuseOptions{}.blend_layer);
   auto metrics = client_for(port())->Get("/metrics");
   ASSERT_TRUE(metrics);

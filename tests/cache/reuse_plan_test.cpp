@@ -247,6 +247,52 @@ TEST(ReusePlan, NoRoomChangesNothing) {
   EXPECT_EQ(h.cache().stats().blocks_cached, 8u);
 }
 
+TEST(ReusePlan, NothingFromReuseBeforeOnIsReused) {
+  CacheHarness h(64, shifting());
+  const auto a = iota_tokens(1, 40);
+  warm(h, a);
+  const int n = static_cast<int>(a.size());
+  ASSERT_EQ(h.cache().plan(a, 0, ReuseOptions{}).prefix_tokens, n - 1);
+  // The prefix stops at the limit: two whole blocks, then the first two
+  // tokens of the third, copied.
+  ReuseOptions limited;
+  limited.reuse_before = 10;
+  const ReusePlan p = h.cache().plan(a, 0, limited);
+  EXPECT_EQ(p.prefix_blocks.size(), 2u);
+  EXPECT_EQ(p.partial_tokens, 2);
+  EXPECT_EQ(p.prefix_tokens, 10);
+  ASSERT_EQ(p.compute.size(), 1u);
+  EXPECT_EQ(p.compute[0].begin, 10);
+  EXPECT_EQ(p.compute[0].end, n);
+  EXPECT_EQ(p.counts(n).computed, n - 10);
+  // On a block boundary there is no partial copy.
+  limited.reuse_before = 12;
+  const ReusePlan whole = h.cache().plan(a, 0, limited);
+  EXPECT_EQ(whole.prefix_blocks.size(), 3u);
+  EXPECT_EQ(whole.partial_tokens, 0);
+  EXPECT_EQ(whole.prefix_tokens, 12);
+  // Zero reuses nothing at all; a limit past the prompt changes nothing.
+  limited.reuse_before = 0;
+  EXPECT_EQ(h.cache().plan(a, 0, limited).prefix_tokens, 0);
+  limited.reuse_before = 1000;
+  EXPECT_EQ(h.cache().plan(a, 0, limited).prefix_tokens, n - 1);
+
+  // Shifted spans end at the limit too.
+  const auto b = concat({97, 98, 99}, std::vector<int32_t>(a.begin() + 3, a.end()));
+  ReuseOptions shift = shift_options();
+  ASSERT_EQ(h.cache().plan(b, 0, shift).spans.at(0).length, 36);
+  shift.reuse_before = 25;
+  const ReusePlan q = h.cache().plan(b, 0, shift);
+  ASSERT_EQ(q.spans.size(), 1u);
+  EXPECT_EQ(q.spans[0].dst_begin, 3);
+  EXPECT_EQ(q.spans[0].length, 22);
+  expect_tiles(q, n);
+  EXPECT_EQ(q.compute.back().begin, 25);
+  // Fewer matching tokens before the limit than a span needs: none.
+  shift.reuse_before = 3 + shift.min_reuse_tokens - 1;
+  EXPECT_TRUE(h.cache().plan(b, 0, shift).spans.empty());
+}
+
 TEST(SpanIndex, FindsEveryRunInsideABlockAndForgetsRemovedOnes) {
   SpanIndex index;
   const std::vector<int32_t> t{5, 6, 7, 8, 9, 10};

@@ -2,6 +2,7 @@
 // positions only, greedy match lengths, shares of unchanged tokens reused
 // and of FLOPs spent.
 #include "reuse_eval.h"
+#include "reuse_report.h"
 
 #include <gtest/gtest.h>
 
@@ -112,6 +113,22 @@ TEST(ReuseVariants, BlendPerLeadAndShare) {
   o.blend_leads = {0};
   ASSERT_EQ(reuse_variants(o).size(), 2u);
   EXPECT_FLOAT_EQ(reuse_variants(o)[1].blend.ratio, ReuseOptions{}.blend_ratio);
+}
+
+TEST(ReuseReport, TheBlendShareIsWrittenAsItWasSet) {
+  ReuseEvalResult r;
+  ReuseVariant blend;
+  blend.mode = ReuseMode::Blend;
+  blend.blend = BlendChoice{0.15f, false};
+  ReuseVariant adaptive = blend;
+  adaptive.blend.adaptive = true;
+  r.variants = {blend, adaptive, ReuseVariant{}};
+  r.summary.resize(r.variants.size());
+  const std::string text = to_json(r).dump();
+  // The float 0.15f, not its widening 0.15000000596046448.
+  EXPECT_NE(text.find("\"blend_ratio\":0.15,"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"blend_ratio\":\"auto\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"blend_ratio\":null"), std::string::npos) << text;
 }
 
 }  // namespace

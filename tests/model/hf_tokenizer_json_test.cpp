@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,86 @@ TEST(HfTokenizerJson, ConvertedVocabularyTokenizes) {
   EXPECT_EQ((*tok)->encode(" user", false, false), (std::vector<int32_t>{12}));
   EXPECT_EQ((*tok)->token_to_piece(10), "<think>");
   EXPECT_EQ((*tok)->token_to_piece(9, true), "<|im_end|>");
+}
+
+// A tokenizer built from a converted file, through GGUF.
+std::unique_ptr<Tokenizer> tokenizer_of(const VocabMetadata& v, std::vector<std::byte>& bytes,
+                                        std::optional<GgufFile>& file) {
+  GgufWriter w;
+  w.add_string("general.architecture", "qwen2");
+  add_vocab_metadata(w, v);
+  bytes = w.serialize();
+  auto parsed = GgufFile::parse(bytes);
+  EXPECT_TRUE(parsed) << parsed.error().message;
+  if (!parsed) return nullptr;
+  file.emplace(std::move(*parsed));
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_TRUE(tok) << tok.error().message;
+  return tok ? std::move(*tok) : nullptr;
+}
+
+// NFC applies exactly when the normalizer (or a Sequence of them) says so:
+// a decomposed é then encodes as the composed one.
+TEST(HfTokenizerJson, NfcNormalizerIsAppliedOnlyWhenAsked) {
+  json nfc = qwen_like();
+  // é is the bytes C3 A9, written as the byte-level stand-ins U+00C3 U+00A9.
+  nfc["model"]["vocab"]["\xC3\x83"] = 13;
+  nfc["model"]["vocab"]["\xC2\xA9"] = 14;
+  nfc["model"]["vocab"]["\xC3\x83\xC2\xA9"] = 15;
+  nfc["model"]["merges"].push_back(pair("\xC3\x83", "\xC2\xA9"));
+  const std::string composed = "\xC3\xA9", decomposed = "e\xCC\x81";
+  for (const json& normalizer : {json{{"type", "NFC"}},
+                                 json{{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}}}}}) {
+    nfc["normalizer"] = normalizer;
+    auto v = parse(nfc);
+    ASSERT_TRUE(v) << v.error().message;
+    EXPECT_EQ(v->normalizer, "NFC");
+    std::vector<std::byte> bytes;
+    std::optional<GgufFile> file;
+    const auto tok = tokenizer_of(*v, bytes, file);
+    ASSERT_NE(tok, nullptr);
+    EXPECT_EQ(file->get_string(kNormalizerKey).value_or(""), "NFC");
+    EXPECT_EQ(tok->encode(composed, false, false), std::vector<int32_t>{15});
+    EXPECT_EQ(tok->encode(decomposed, false, false), std::vector<int32_t>{15});
+    EXPECT_EQ(tok->encode("<|im_end|>" + decomposed, false, true), (std::vector<int32_t>{9, 15}));
+  }
+  for (const json& none : {json(nullptr), json{{"type", "Sequence"}, {"normalizers", json::array()}}}) {
+    nfc["normalizer"] = none;
+    auto v = parse(nfc);
+    ASSERT_TRUE(v) << v.error().message;
+    EXPECT_EQ(v->normalizer, "");
+    std::vector<std::byte> bytes;
+    std::optional<GgufFile> file;
+    const auto tok = tokenizer_of(*v, bytes, file);
+    ASSERT_NE(tok, nullptr);
+    EXPECT_EQ(file->find(kNormalizerKey), nullptr);
+    EXPECT_EQ(tok->encode(composed, false, false), std::vector<int32_t>{15});
+    EXPECT_NE(tok->encode(decomposed, false, false), std::vector<int32_t>{15});
+  }
+  // Any other step is refused by name, alone or inside a Sequence.
+  for (const char* type : {"NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Replace", "Prepend",
+                           "BertNormalizer", "Precompiled", "ByteLevel"}) {
+    nfc["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "NFC"}}, {{"type", type}}}}};
+    const std::string message = refusal(nfc);
+    EXPECT_NE(message.find(std::string("normalizer '") + type + "'"), std::string::npos) << message;
+  }
+  nfc["normalizer"] = {{"type", "Sequence"}};
+  EXPECT_NE(refusal(nfc).find("normalizers array"), std::string::npos);
+}
+
+TEST(HfTokenizerJson, AnUnknownNormalizerInAGgufIsRefused) {
+  auto v = parse(qwen_like());
+  ASSERT_TRUE(v) << v.error().message;
+  v->normalizer = "NFKC";
+  GgufWriter w;
+  w.add_string("general.architecture", "qwen2");
+  add_vocab_metadata(w, *v);
+  const auto bytes = w.serialize();
+  auto file = GgufFile::parse(bytes);
+  ASSERT_TRUE(file) << file.error().message;
+  auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_FALSE(tok);
+  EXPECT_NE(tok.error().message.find("unsupported normalizer 'NFKC'"), std::string::npos) << tok.error().message;
 }
 
 TEST(HfTokenizerJson, LoadNamesTheMissingFile) {

@@ -15,3 +15,16 @@ def test_score_equals_the_servers_echo_logprobs(engine, serve, model_path):
     assert len(scored) == len(ids)
     assert all(isinstance(x, float) for x in scored[1:])
     assert scored == over_http  # the same doubles, not merely close ones
+
+
+def test_score_from_logprob_start_len_is_a_cold_runs_whatever_the_cache_holds(engine):
+    ids = engine.tokenize(PROMPT + " " + PROMPT)
+    assert len(ids) > 40  # more than one 32-token block
+    cold = engine.score(ids)  # a fresh engine: nothing cached, every row computed
+    assert all(isinstance(x, float) for x in cold[1:])
+    warm = engine.score(ids)  # the cached prefix is reused: its positions have none
+    assert any(x is None for x in warm[1:])
+    k = len(ids) // 2
+    scored = engine.score(ids, logprob_start_len=k)
+    assert all(isinstance(x, float) for x in scored[k:])
+    assert scored[k:] == cold[k:]  # bit for bit

@@ -2,7 +2,7 @@
 // list, chat completions whole and streamed (async iteration over chunks),
 // completions whole and streamed, prefix-cache hits reported in
 // usage.prompt_tokens_details.cached_tokens, scoring a token-id prompt with
-// echo + logprobs, and errors as APIError.
+// echo + logprobs, and errors as APIError, an oversized body's 413 included.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
@@ -174,4 +174,17 @@ test('errors reach the client as APIError with status and code', async () => {
       return true;
     },
   );
+});
+
+// A body over --max-body-bytes (8 MiB by default) sent in one go: the client
+// finishes sending, then reads the 413 and its JSON body, where a reset
+// connection would surface as a connection error.
+test('an oversized request gets its 413 as an APIError', async () => {
+  const prompt = 'a'.repeat(12 << 20);
+  await assert.rejects(client.completions.create({ model: kModelId, prompt, max_tokens: 1 }), (e) => {
+    assert.ok(e instanceof OpenAI.APIError, `${e.constructor.name}: ${e.message}`);
+    assert.equal(e.status, 413, e.message);
+    assert.equal(e.code, 'request_too_large');
+    return true;
+  });
 });

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/reference/real_vocab.h"
+#include "model/vocab_metadata.h"
 
 namespace clm {
 namespace {
@@ -28,6 +29,8 @@ TEST(RealVocabConversion, Llama3) {
   const Tokenizer& tok = *vocab->tokenizer;
   EXPECT_EQ(tok.n_vocab(), 128256);
   EXPECT_EQ(vocab->file->get_string("tokenizer.ggml.pre").value_or(""), "llama-bpe");
+  EXPECT_EQ(vocab->file->find(kNormalizerKey), nullptr);  // its normalizer is null
+  EXPECT_NE(tok.encode("e\xCC\x81", false, false), tok.encode("\xC3\xA9", false, false));  // not normalized
   EXPECT_EQ(tok.bos_id(), 128000);
   EXPECT_EQ(tok.token_text(128000), "<|begin_of_text|>");
   EXPECT_EQ(tok.eos_id(), 128001);
@@ -50,6 +53,9 @@ TEST(RealVocabConversion, Qwen3) {
   const Tokenizer& tok = *vocab->tokenizer;
   EXPECT_EQ(tok.n_vocab(), 151669);
   EXPECT_EQ(vocab->file->get_string("tokenizer.ggml.pre").value_or(""), "qwen2");
+  // Its normalizer is NFC: a decomposed é encodes as the composed one.
+  EXPECT_EQ(vocab->file->get_string(kNormalizerKey).value_or(""), "NFC");
+  EXPECT_EQ(tok.encode("cafe\xCC\x81", false, false), tok.encode("caf\xC3\xA9", false, false));
   EXPECT_EQ(tok.bos_id(), -1);  // bos_token is null
   EXPECT_FALSE(tok.add_bos());
   EXPECT_EQ(tok.eos_id(), 151645);
