@@ -41,7 +41,7 @@ Result<RequestSummary> run_to_end(Scheduler& s, Request r) {
                      [&out](const RequestSummary& summary) { out = summary; });
   if (!id) return std::unexpected(id.error());
   s.run_until_idle();
-  if (out.stop_reason == "error") return fail("bench: request failed: " + out.error);
+  if (out.stop_reason == StopReason::Error) return fail("bench: request failed: " + out.error);
   return out;
 }
 

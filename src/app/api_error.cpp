@@ -14,11 +14,11 @@ struct KindStatus {
 // The statuses of the kinds; where two kinds share one (400), the first is
 // what a bare status means.
 constexpr KindStatus kStatuses[] = {
-    {ErrorKind::InvalidRequest, 400},   {ErrorKind::ContextExceeded, 400},   {ErrorKind::Unauthorized, 401}, {ErrorKind::Forbidden, 403},
-    {ErrorKind::NotFound, 404},         {ErrorKind::MethodNotAllowed, 405},  {ErrorKind::TooLarge, 413},
-    {ErrorKind::UriTooLong, 414},       {ErrorKind::Unsupported, 422},
-    {ErrorKind::Overloaded, 429},       {ErrorKind::HeadersTooLarge, 431},   {ErrorKind::Internal, 500},
-    {ErrorKind::Unavailable, 503},
+    {ErrorKind::InvalidRequest, 400},      {ErrorKind::ContextExceeded, 400},  {ErrorKind::Unauthorized, 401},
+    {ErrorKind::Forbidden, 403},           {ErrorKind::NotFound, 404},         {HttpErrorKind::MethodNotAllowed, 405},
+    {ErrorKind::TooLarge, 413},            {HttpErrorKind::UriTooLong, 414},   {ErrorKind::Unsupported, 422},
+    {ErrorKind::Overloaded, 429},          {HttpErrorKind::HeadersTooLarge, 431},
+    {ErrorKind::Internal, 500},            {ErrorKind::Unavailable, 503},
 };
 
 }  // namespace

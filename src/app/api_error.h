@@ -1,15 +1,17 @@
 // ApiError: an HTTP error in the OpenAI shape, {"error": {"message", "type",
 // "param", "code"}}, with the status it is sent under. Every refusal the
 // server makes is one of these, so clients see one error format everywhere.
-// An error is made from its kind (util/error.h); the status and the type
-// follow from the kind alone (http_status, error_type), so nothing
-// downstream reads a message to decide how to answer.
+// An error is made from its kind (util/error.h, or app/http_error_kind.h for
+// the refusals only HTTP makes); the status and the type follow from the
+// kind alone (http_status, error_type), so nothing downstream reads a
+// message to decide how to answer.
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "app/http_error_kind.h"
 #include "util/error.h"
 
 namespace clm {

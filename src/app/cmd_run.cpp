@@ -93,7 +93,7 @@ int run(const RunFlags& f) {
         {"prompt_token_ids", ids},
         {"token_ids", generated},
         {"text", tok.decode(generated)},
-        {"stop_reason", stats->stop_reason},
+        {"stop_reason", to_string(stats->stop_reason)},
         {"model_fingerprint", hex64(engine->fingerprint())},
         {"cached_tokens", stats->cached_tokens},
         {"reuse", reuse_json(stats->reuse)},
@@ -111,7 +111,7 @@ int run(const RunFlags& f) {
     std::cout << stream.flush() << std::endl;
     std::fprintf(stderr, "\n[%d prompt tokens at %.1f tok/s, %d generated at %.1f tok/s, first token after %.1f ms, %s]\n",
                  stats->prompt_tokens, prefill_tps, stats->generated_tokens, decode_tps,
-                 stats->time_to_first_token_s * 1e3, stats->stop_reason.c_str());
+                 stats->time_to_first_token_s * 1e3, std::string(to_string(stats->stop_reason)).c_str());
   }
   return 0;
 }

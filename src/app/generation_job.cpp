@@ -171,9 +171,9 @@ GenerationJob::Step GenerationJob::take(std::optional<TokenEvent> ev) {
 void GenerationJob::finish() {
   done_ = true;
   summary_ = stream_->summary();
-  if (summary_.stop_reason == "error") {
+  if (summary_.stop_reason == StopReason::Error) {
     error_ = server_error("generation failed: " + summary_.error);
-  } else if (summary_.stop_reason == "cancelled" && !stopped_by_string_) {
+  } else if (summary_.stop_reason == StopReason::Cancelled && !stopped_by_string_) {
     error_ = shutting_down_error("the generation was cancelled: the server is shutting down", ctx_.options.retry_after_s);
   }
   ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
@@ -193,7 +193,7 @@ std::optional<FinishDetails> GenerationJob::finish_details() const {
 
 std::string GenerationJob::finish_reason() const {
   if (stopped_by_string_) return "stop";
-  return summary_.stop_reason == "length" ? "length" : "stop";
+  return summary_.stop_reason == StopReason::Length ? "length" : "stop";
 }
 
 Usage GenerationJob::usage() const {

@@ -31,7 +31,7 @@ std::string endpoint_label(const std::string& path) {
 bool is_public(const std::string& path) { return path == "/" || path == "/health"; }
 
 ApiError header_too_large_error(const std::string& what) {
-  return api_error(ErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",
+  return api_error(HttpErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",
                    "request_header_fields_too_large");
 }
 

@@ -20,12 +20,12 @@
 #include "cache/block_table.h"
 #include "cache/cache_observer.h"
 #include "cache/cache_stats.h"
+#include "cache/kv_landing.h"
 #include "cache/kv_pool.h"
 #include "cache/reuse_plan.h"
 #include "cache/span_index.h"
 #include "cache/token_label.h"
 #include "kernels/rope_shift.h"
-#include "tier/kv_landing.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -185,7 +185,7 @@ class KvCacheManager {
   // in place; one in its own buffer is copied into a block. Takes over every
   // landed block: those not adopted go back to the pool.
   std::size_t adopt(std::span<const int32_t> prompt, uint64_t cache_namespace, std::span<const LandedEntry> entries);
-  // A block for a tier read to land in (tier/kv_landing.h): referenced, in
+  // A block for a tier read to land in (cache/kv_landing.h): referenced, in
   // no index, taken from the free stack or by evicting an idle cached
   // block; kNoBlock when none can be had. adopt() or return_landing() takes
   // it back.

@@ -170,7 +170,7 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
   }
 
   const RequestSummary& s = wait->summary;
-  if (s.stop_reason == "error") return fail(s.error);
+  if (s.stop_reason == StopReason::Error) return fail(s.error);
   GenerationStats out;
   out.prompt_tokens = s.prompt_tokens;
   out.cached_tokens = s.cached_tokens;

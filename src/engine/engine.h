@@ -15,6 +15,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/kv_pool.h"
 #include "engine/scheduler.h"
+#include "engine/stop_reason.h"
 #include "model/model.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -102,7 +103,7 @@ struct GenerationStats {
   double time_to_first_token_s = 0.0;
   double prefill_s = 0.0;   // admission to the first token
   double decode_s = 0.0;    // first token to the end
-  std::string stop_reason;  // "stop" (end token), "length", "cancelled"
+  StopReason stop_reason = StopReason::Stop;  // never Error: run() fails instead
   std::string note;         // why it ended early, if it did
   int evicted_tokens = 0;   // K/V slots forgotten within the KV budget (RequestSummary)
 };

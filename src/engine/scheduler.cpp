@@ -290,7 +290,7 @@ bool Scheduler::step_once() {
     residual_.resize(probes.size() * n_embd);
     const KvView view{cache_.pool().geometry(), views};
     if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_, residual_); !ok) {
-      for (Sequence* s : in_batch) finish(*s, "error", ok.error().message);
+      for (Sequence* s : in_batch) finish(*s, StopReason::Error, ok.error().message);
     } else {
       for (const BatchToken& t : batch.tokens)
         if (!t.probe && in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
@@ -304,7 +304,7 @@ bool Scheduler::step_once() {
       sample_outputs(outputs, logits_);
       // A request for zero tokens ends once its prompt is in the cache.
       for (Sequence* s : in_batch)
-        if (!s->finished && !s->prefilling() && s->max_new == 0) finish(*s, "length");
+        if (!s->finished && !s->prefilling() && s->max_new == 0) finish(*s, StopReason::Length);
     }
   }
   remove_finished();
@@ -346,7 +346,7 @@ void Scheduler::apply_cancellations() {
 
 void Scheduler::cancel_sequence(Sequence& seq, CancelCause cause) {
   seq.cancel_cause = cause;
-  finish(seq, "cancelled");
+  finish(seq, StopReason::Cancelled);
 }
 
 void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std::vector<OutputRow>& outputs,
@@ -377,7 +377,7 @@ void Scheduler::build_batch(Batch& batch, std::vector<Sequence*>& in_batch, std:
       // Preemption policy: the sequence that cannot grow ends here; what it
       // produced stands, and its blocks make room for the others.
       s.preempt_cause = PreemptCause::KvCacheFull;
-      finish(s, "length", "preempted: the KV cache is full");
+      finish(s, StopReason::Length, "preempted: the KV cache is full");
       continue;
     }
     const int32_t slot = cache_.append(s.kv, s.pending);
@@ -454,7 +454,7 @@ void Scheduler::add_prompt_rows(Sequence& s, int32_t seq_index, int& budget, Bat
       if (n == 0 && rows_added) break;  // the next step goes on
       if (n == 0) {
         s.preempt_cause = PreemptCause::KvCacheFull;
-        finish(s, "length", "preempted: the KV cache is full");
+        finish(s, StopReason::Length, "preempted: the KV cache is full");
         return;
       }
     }
@@ -512,9 +512,9 @@ void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<
     if (!keep) {
       cancel_sequence(s, CancelCause::Client);
     } else if (s.request.stop_at_end_of_generation && tok.is_end_of_generation(ev.id)) {
-      finish(s, "stop");
+      finish(s, StopReason::Stop);
     } else if (s.generated >= s.max_new) {
-      finish(s, "length");
+      finish(s, StopReason::Length);
     } else {
       s.pending = ev.id;
       s.has_pending = true;
@@ -524,7 +524,7 @@ void Scheduler::sample_outputs(const std::vector<OutputRow>& outputs, std::span<
   stats_.generated_tokens += produced;
 }
 
-void Scheduler::finish(Sequence& seq, const std::string& reason, const std::string& note_or_error) {
+void Scheduler::finish(Sequence& seq, StopReason reason, const std::string& note_or_error) {
   CLM_CHECK(!seq.finished, "a request finished twice");
   seq.finished = true;
   drop_promoted(seq);
@@ -544,13 +544,13 @@ void Scheduler::finish(Sequence& seq, const std::string& reason, const std::stri
   sum.time_to_first_token_s = seq.generated > 0 ? seconds_between(seq.submitted, seq.first_token) : 0.0;
   sum.total_s = seconds_between(seq.submitted, now);
   sum.stop_reason = reason;
-  if (reason == "error") {
+  if (reason == StopReason::Error) {
     sum.error = note_or_error;
   } else {
     sum.note = note_or_error;
   }
-  CLM_CHECK(reason != "cancelled" || seq.cancel_cause, "a cancellation without a cause");
-  if (reason == "cancelled") sum.cancel_cause = seq.cancel_cause;
+  CLM_CHECK(reason != StopReason::Cancelled || seq.cancel_cause, "a cancellation without a cause");
+  if (reason == StopReason::Cancelled) sum.cancel_cause = seq.cancel_cause;
   sum.preempt_cause = seq.preempt_cause;
   sum.evicted_tokens = seq.evicted_tokens();
   {

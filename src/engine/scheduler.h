@@ -8,7 +8,7 @@
 // thread that steps the scheduler (its own loop thread after start()), with no
 // scheduler lock held, so they may call submit() and cancel().
 // When a running sequence needs one more KV block and none can be had, it is
-// preempted: it ends with stop_reason "length", its summary's `preempted`
+// preempted: it ends with StopReason::Length, its summary's `preempted`
 // set and a note saying why (its blocks go back to the pool; nothing it
 // produced is lost or changed). Every cancellation and preemption is counted
 // once per request, by cause (engine/end_cause.h).
@@ -36,6 +36,7 @@
 #include "engine/kv_budget.h"
 #include "engine/prompt_typer.h"
 #include "engine/session_pins.h"
+#include "engine/stop_reason.h"
 #include "model/model.h"
 #include "model/prefill_flops.h"
 #include "model/sampler.h"
@@ -69,7 +70,7 @@ struct SchedulerOptions {
   SessionPinOptions session_pins;
   // Self-managed context: a sequence holds at most this many tokens of K/V
   // (0: no budget). One that would outgrow it forgets the blocks `evict`
-  // picks instead of ending with "length", and may then run past n_ctx
+  // picks instead of ending with StopReason::Length, and may then run past n_ctx
   // (positions keep growing; its KV blocks stay bounded). Such sequences
   // reuse at most an exact prefix (no shifted spans).
   int kv_budget_tokens = 0;
@@ -148,10 +149,10 @@ struct RequestSummary {
   double queue_s = 0.0;      // submit to admission
   double time_to_first_token_s = 0.0;  // submit to first token
   double total_s = 0.0;
-  std::string stop_reason;   // "stop", "length", "cancelled", "error"
-  std::string error;         // set when stop_reason == "error"
+  StopReason stop_reason = StopReason::Stop;  // set when the request ends
+  std::string error;         // set when stop_reason is Error
   std::string note;          // why a request ended early (e.g. preempted: KV cache full)
-  std::optional<CancelCause> cancel_cause;    // set when stop_reason == "cancelled"
+  std::optional<CancelCause> cancel_cause;    // set when stop_reason is Cancelled
   std::optional<PreemptCause> preempt_cause;  // set when the request was preempted
   int evicted_tokens = 0;    // K/V slots forgotten to stay within the KV budget or relieve the pool
 };
@@ -209,7 +210,7 @@ class Scheduler {
   // whole KV cache) or the queue is full.
   Result<RequestId> submit(Request request, TokenCallback on_token, DoneCallback on_done);
   // Cancels a queued or running request; its done callback reports
-  // "cancelled" with the cause. A request that has already ended is not
+  // StopReason::Cancelled with the cause. A request that has already ended is not
   // counted again.
   void cancel(RequestId id, CancelCause cause = CancelCause::Client);
   // Session pins, applied on the stepping thread at its next step: keep the
@@ -300,9 +301,9 @@ class Scheduler {
   void count_evicted(uint64_t blocks, bool pressure);
   void record_evicted(uint64_t blocks, bool pressure);
   // Releases the sequence's blocks and calls its done callback. `reason`
-  // "cancelled" takes the sequence's cancel cause; a preempted one has its
+  // Cancelled takes the sequence's cancel cause; a preempted one has its
   // preempt cause set before.
-  void finish(Sequence& seq, const std::string& reason, const std::string& error = {});
+  void finish(Sequence& seq, StopReason reason, const std::string& error = {});
   void cancel_sequence(Sequence& seq, CancelCause cause);
   void remove_finished();
   void cancel_all();

@@ -69,7 +69,7 @@ struct Scheduler::Sequence {
   bool has_pending = false;  // `pending` was sampled and its K/V not computed yet
   int32_t pending = 0;
   bool finished = false;
-  std::optional<CancelCause> cancel_cause;    // with finish(..., "cancelled")
+  std::optional<CancelCause> cancel_cause;    // with finish(..., StopReason::Cancelled)
   std::optional<PreemptCause> preempt_cause;  // set when preempted
   std::chrono::steady_clock::time_point submitted, admitted, first_token;
 

@@ -12,7 +12,7 @@
 #include <span>
 #include <string>
 
-#include "tier/tier_entry.h"
+#include "cache/tier_entry.h"
 
 namespace clm {
 

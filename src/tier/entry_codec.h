@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "tier/tier_entry.h"
+#include "cache/tier_entry.h"
 #include "util/error.h"
 
 namespace clm {

@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
+#include "cache/tier_entry.h"
 #include "tier/entry_codec.h"
 #include "tier/sqlite_db.h"
-#include "tier/tier_entry.h"
 #include "util/error.h"
 
 namespace clm {

@@ -9,7 +9,7 @@
 //   scheduled, on the submitting thread; it skips the leading blocks
 //   resident in RAM and reads the continuation of the chain from the first
 //   tier holding it (exists, then get), straight into pool blocks the
-//   caller reserved (tier/kv_landing.h). The scheduler then publishes them
+//   caller reserved (cache/kv_landing.h). The scheduler then publishes them
 //   as cached blocks (KvCacheManager::adopt). An entry found in a
 //   slower tier (Redis) is also queued to the faster ones (the disk), so
 //   that the next restart finds it locally.
@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "cache/cache_observer.h"
+#include "cache/kv_landing.h"
 #include "tier/cache_tier.h"
-#include "tier/kv_landing.h"
 #include "tier/tier_writer.h"
 #include "util/error.h"
 

@@ -10,7 +10,10 @@
 namespace clm {
 
 // What went wrong, for callers that act on it (the server maps each kind to
-// an HTTP status) without reading the message.
+// an HTTP status) without reading the message. These are the kinds the core
+// can report; an edge above it (the HTTP server) names the refusals only it
+// makes with values from kFirstEdgeErrorKind up, so that they travel in the
+// same Error without the core knowing them.
 enum class ErrorKind {
   Internal,             // a failure of ours (the default)
   InvalidRequest,       // the caller asked for something malformed or out of range
@@ -19,13 +22,11 @@ enum class ErrorKind {
   NotFound,             // what was named does not exist
   Unauthorized,         // missing or wrong credentials
   Forbidden,            // refused by policy (an Origin or Host that is not allowed)
-  MethodNotAllowed,     // the resource exists but not for this method
   Unsupported,          // meaningful, but not implemented here
   Overloaded,           // no room now (a full queue); retrying later may work
   Unavailable,          // shutting down or stopped
-  UriTooLong,           // a request line over the limit
-  HeadersTooLarge,      // request headers over the limit
 };
+inline constexpr int kFirstEdgeErrorKind = 64;  // past the core's kinds, with room for more
 
 struct Error {
   std::string message;

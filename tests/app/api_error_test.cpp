@@ -17,9 +17,9 @@ json error_json(const std::string& message, const std::string& type, const json&
 TEST(ApiError, EveryKindHasItsStatusAndType) {
   const std::pair<ErrorKind, int> statuses[] = {
       {ErrorKind::InvalidRequest, 400}, {ErrorKind::ContextExceeded, 400}, {ErrorKind::Unauthorized, 401}, {ErrorKind::Forbidden, 403},
-      {ErrorKind::NotFound, 404},       {ErrorKind::MethodNotAllowed, 405}, {ErrorKind::TooLarge, 413},
-      {ErrorKind::UriTooLong, 414},     {ErrorKind::Unsupported, 422},
-      {ErrorKind::Overloaded, 429},     {ErrorKind::HeadersTooLarge, 431}, {ErrorKind::Internal, 500},
+      {ErrorKind::NotFound, 404},       {HttpErrorKind::MethodNotAllowed, 405}, {ErrorKind::TooLarge, 413},
+      {HttpErrorKind::UriTooLong, 414},     {ErrorKind::Unsupported, 422},
+      {ErrorKind::Overloaded, 429},     {HttpErrorKind::HeadersTooLarge, 431}, {ErrorKind::Internal, 500},
       {ErrorKind::Unavailable, 503}};
   for (const auto& [kind, status] : statuses) {
     EXPECT_EQ(http_status(kind), status);
@@ -30,8 +30,8 @@ TEST(ApiError, EveryKindHasItsStatusAndType) {
   }
   // A bare status from the transport: the kind it stands for.
   EXPECT_EQ(kind_of_http_status(400), ErrorKind::InvalidRequest);
-  EXPECT_EQ(kind_of_http_status(405), ErrorKind::MethodNotAllowed);
-  EXPECT_EQ(kind_of_http_status(414), ErrorKind::UriTooLong);
+  EXPECT_EQ(kind_of_http_status(405), HttpErrorKind::MethodNotAllowed);
+  EXPECT_EQ(kind_of_http_status(414), HttpErrorKind::UriTooLong);
   EXPECT_EQ(kind_of_http_status(599), ErrorKind::Internal);
 }
 

@@ -122,7 +122,7 @@ TEST(SchedulerRandom, InvariantsHoldUnderRandomOperations) {
   for (const auto& [id, e] : expected) {
     ASSERT_EQ(e.done, 1) << "request " << id << " ended " << e.done << " times";
     EXPECT_EQ(e.summary.generated_tokens, e.tokens);
-    const std::string& why = e.summary.stop_reason;
+    const StopReason why = e.summary.stop_reason;
     const bool refused_token = e.refuse_after > 0 && e.tokens == e.refuse_after;
     if (why == "cancelled") {
       EXPECT_TRUE(e.cancelled || refused_token) << "request " << id << " cancelled by nobody";

@@ -203,7 +203,7 @@ TEST(Scheduler, StopCancelsEverythingInFlight) {
   Rig rig(tiny(), o);
   std::mutex mu;
   std::map<RequestId, int> done_calls;
-  std::map<RequestId, std::string> reasons;
+  std::map<RequestId, StopReason> reasons;
   std::promise<void> first_token;
   std::atomic<bool> signalled{false};
   rig.scheduler->start();

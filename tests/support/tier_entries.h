@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tier/tier_entry.h"
+#include "cache/tier_entry.h"
 
 namespace clm::test {
 

@@ -2,7 +2,9 @@
 // blocks the caller reserved for it, so that restoring a prefix costs one
 // read into the block rather than a staging buffer per entry to fault in,
 // decode into another and copy a third time. A LandedEntry owns its block
-// until the cache manager adopts it or gives it back to the pool.
+// until the cache manager adopts it or gives it back to the pool. The cache
+// declares these; tier/ reads into them (TierSet::fetch) and the scheduler
+// hands out the blocks.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,7 @@
 #include <span>
 
 #include "cache/kv_pool.h"
-#include "tier/tier_entry.h"
+#include "cache/tier_entry.h"
 
 namespace clm {
 

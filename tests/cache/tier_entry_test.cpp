@@ -1,4 +1,4 @@
-#include "tier/tier_entry.h"
+#include "cache/tier_entry.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,8 @@
 // SQLite, Redis). It carries everything needed to check it before use
 // (DESIGN.md promise 2): the model fingerprint, its key and its parent's,
 // the tokens and positions it was computed for, the geometry of its bytes,
-// and a checksum over all of that.
+// and a checksum over all of that. Declared by the cache, which checks and
+// adopts entries a tier returns; tier/ stores them.
 #pragma once
 
 #include <cstddef>
