@@ -225,8 +225,9 @@ void HttpSession::refuse(const ApiError& error) {
   keep_alive_ = false;
   // A body of declared length still to come is read and dropped after the
   // answer, no further (parser_->content_length() is what is left unparsed,
-  // part of which may already sit in buffer_).
-  if (parser_ && !parser_->is_done() && parser_->content_length()) {
+  // part of which may already sit in buffer_). A head refused before its
+  // end (too many fields, too long) has no length to trust: it closes.
+  if (parser_ && parser_->is_header_done() && !parser_->is_done() && parser_->content_length()) {
     const std::uint64_t left = *parser_->content_length();
     body_left_ = left > buffer_.size() ? left - buffer_.size() : 0;
   }
