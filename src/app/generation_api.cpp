@@ -14,14 +14,6 @@ std::size_t prompt_bytes(const GenerationRequest& r) {
   return n;
 }
 
-// How many logprob entries (chosen token plus alternatives) the response
-// can carry at most: each generated token, and with echo every prompt token.
-std::size_t logprob_entries_bound(const GenerationRequest& r, int n_ctx) {
-  if (!r.logprobs) return 0;
-  const std::size_t tokens = static_cast<std::size_t>(r.max_tokens) + (r.echo ? static_cast<std::size_t>(n_ctx) : 0);
-  return tokens * (1 + static_cast<std::size_t>(r.top_logprobs));
-}
-
 }  // namespace
 
 std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerContext& ctx, ApiEndpoint endpoint,
@@ -38,13 +30,6 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerC
                                                    " bytes; this server takes at most " + std::to_string(max_prompt) +
                                                    " (more than its context can hold)",
                                                "context_length_exceeded"));
-  const std::size_t max_entries = ctx.options.limits.max_logprob_entries;
-  if (logprob_entries_bound(*request, ctx.engine.options().n_ctx) > max_entries)
-    return std::unexpected(invalid_field_error("top_logprobs",
-                                               "logprobs for this many tokens and alternatives could exceed " +
-                                                   std::to_string(max_entries) +
-                                                   " entries; ask for fewer max_tokens or top_logprobs",
-                                               "logprobs_too_large"));
   return GenerationJob::start(ctx, std::move(*request), std::move(on_ready));
 }
 

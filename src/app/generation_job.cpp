@@ -9,6 +9,15 @@ namespace {
 
 std::string endpoint_path(ApiEndpoint e) { return e == ApiEndpoint::Chat ? "/v1/chat/completions" : "/v1/completions"; }
 
+// How many logprob entries (chosen token plus alternatives) the response
+// can carry at most: each generated token, and with echo each token of the
+// prompt as tokenized (a prompt under a KV budget may be far past n_ctx).
+std::size_t logprob_entries_bound(const GenerationRequest& r, std::size_t prompt_tokens) {
+  if (!r.logprobs) return 0;
+  const std::size_t tokens = static_cast<std::size_t>(r.max_tokens) + (r.echo ? prompt_tokens : 0);
+  return tokens * (1 + static_cast<std::size_t>(r.top_logprobs));
+}
+
 }  // namespace
 
 GenerationJob::GenerationJob(ServerContext& ctx, GenerationRequest request)
@@ -70,6 +79,13 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                      "the prompt is " + std::to_string(job->prompt_.size()) +
                                          " tokens; this server's context holds " + std::to_string(n_ctx),
                                      param, "context_length_exceeded"));
+  const std::size_t max_entries = ctx.options.limits.max_logprob_entries;
+  if (logprob_entries_bound(r, job->prompt_.size()) > max_entries)
+    return std::unexpected(invalid_field_error("top_logprobs",
+                                               "logprobs for this many tokens and alternatives could exceed " +
+                                                   std::to_string(max_entries) +
+                                                   " entries; ask for fewer max_tokens or top_logprobs",
+                                               "logprobs_too_large"));
   Scheduler& scheduler = ctx.engine.scheduler();
 
   Request sr;
