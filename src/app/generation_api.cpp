@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "app/cache_namespace.h"
+
 namespace clm {
 
 namespace {
@@ -18,10 +20,12 @@ std::size_t prompt_bytes(const GenerationRequest& r) {
 
 std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerContext& ctx, ApiEndpoint endpoint,
                                                                         const nlohmann::json& body,
-                                                                        TokenStream::ReadyCallback on_ready) {
+                                                                        TokenStream::ReadyCallback on_ready,
+                                                                        std::string_view api_key_scope) {
   auto request = endpoint == ApiEndpoint::Chat ? parse_chat_request(body, ctx.options.defaults)
                                                : parse_completion_request(body, ctx.options.defaults);
   if (!request) return std::unexpected(request.error());
+  request->cache_namespace = cache_namespace_for(api_key_scope, request->cache_salt);
   const std::string param = endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
   const std::size_t max_prompt = ctx.options.limits.max_prompt_bytes;
   if (prompt_bytes(*request) > max_prompt)

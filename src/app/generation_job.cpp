@@ -1,5 +1,7 @@
 #include "app/generation_job.h"
 
+#include "app/cache_namespace.h"
+
 #include <ctime>
 #include <limits>
 
@@ -69,8 +71,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                        param, "context_length_exceeded"));
     // Without a session the bounded encoding is the prompt (it is exactly
     // encode's); a session may reuse the ids of its last turn instead.
-    job->prompt_ = r.session_id.empty() ? std::move(bounded.tokens)
-                                        : ctx.sessions.prompt_tokens(r.session_id, prompt, tok).tokens;
+    job->prompt_ = r.session_id.empty()
+                       ? std::move(bounded.tokens)
+                       : ctx.sessions.prompt_tokens(scoped_session_id(r.cache_namespace, r.session_id), prompt, tok)
+                             .tokens;
   }
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
@@ -96,6 +100,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.prompt_logprobs_from = r.logprob_start_len.value_or(-1);
   sr.reuse = r.reuse;
+  sr.cache_namespace = r.cache_namespace;
   sr.block_strategy = r.block_strategy;
   sr.kv_budget_tokens = r.kv_budget_tokens;
   sr.evict_positions = r.evict_positions;
@@ -198,7 +203,7 @@ void GenerationJob::finish() {
   if (!error_ && !request_.session_id.empty() && request_.prompt_ids.empty()) {
     std::vector<int32_t> turn = prompt_;
     turn.insert(turn.end(), generated_.begin(), generated_.end());
-    ctx_.sessions.remember(request_.session_id, prompt_text_ + raw_text_, std::move(turn));
+    ctx_.sessions.remember(scoped_session_id(request_.cache_namespace, request_.session_id), prompt_text_ + raw_text_, std::move(turn));
   }
 }
 

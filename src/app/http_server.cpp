@@ -39,7 +39,7 @@ constexpr auto kTrimCheckPeriod = std::chrono::seconds(1);
 struct HttpServer::Impl {
   Impl(Engine& engine, ServerOptions options, ChatRenderer chat)
       : ctx(engine, std::move(options), std::move(chat)),
-        policy{ctx.options.host, !ctx.options.api_key.empty(), ctx.options.cors_origins},
+        policy{ctx.options.host, !ctx.options.api_keys.empty(), ctx.options.cors_origins},
         trim(ctx.options.limits.memory_trim_bytes),
         handlers(static_cast<std::size_t>(ctx.options.limits.handler_threads)),
         shared{ctx, routes, policy, handlers, trim},

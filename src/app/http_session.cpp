@@ -151,7 +151,7 @@ void HttpSession::on_head(beast::error_code ec) {
   }
   // The key is checked before a byte of the body is read.
   if (!is_public(request_.path) &&
-      !api_key_accepted(s_.ctx.options.api_key, request_.header("Authorization")))
+      !api_key_accepted(s_.ctx.options.api_keys, request_.header("Authorization")))
     return refuse(unauthorized_error());
   if (parser_->content_length() && *parser_->content_length() > s_.ctx.options.limits.max_body_bytes)
     return refuse(body_too_large_error(s_.ctx.options.limits.max_body_bytes));

@@ -21,7 +21,9 @@ namespace clm {
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (the one chosen is printed)
-  std::string api_key;  // empty: no key needed
+  std::vector<std::string> api_keys;  // empty: no key needed; else any one of them
+  // Each key's requests get a cache namespace of their own (--namespace-per-api-key).
+  bool namespace_per_api_key = false;
   double session_timeout_s = 600.0;
   HttpLimits limits;
   // Origins (scheme://host[:port]) whose pages may call the API; "*": any.
