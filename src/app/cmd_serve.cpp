@@ -115,7 +115,7 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--host", s.host, "address to listen on");
   cmd->add_option("--port", s.port, "port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except on / and /health)");
+  cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except on /, /dashboard and /health)");
   add_http_limit_flags(*cmd, s.limits);
   cmd->add_option("--cors-origin", s.cors_origins,
                   "an origin (scheme://host[:port]) whose pages may call the API, or '*'; repeatable");
