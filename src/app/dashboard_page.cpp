@@ -173,9 +173,9 @@ function drawHealth(d) {
   for (const tier of d.tiers.tiers)
     row(t, [tier.name, tier.hits, tier.misses, fmt(tier.hit_rate), tier.stored_bytes === undefined ? '' : fmt(tier.stored_bytes),
             tier.breaker_state || ''], {'data-tier': tier.name, 'data-hit-rate': tier.hit_rate});
-  if (d.tiers.tiers.length === 0) row(t, ['no tier below RAM', '', '', '', '', '']);
+  if (d.tiers.tiers.length === 0) el('td', {colspan: 6}, el('tr', {}, t)).textContent = 'no tier below RAM';
   const disk = document.getElementById('disk'), k = d.tiers.disk;
-  disk.textContent = k ? `disk: ${fmt(k.size_gb)} GB of ${k.max_gb === null ? 'no cap' : fmt(k.max_gb) + ' GB'}; ` +
+  disk.textContent = k ? `disk: ${fmt(k.size_gb * 1e9)} bytes (${k.max_gb === null ? 'no size cap' : 'cap ' + fmt(k.max_gb) + ' GB'}); ` +
     `floor ${fmt(k.min_free_gb)} GB free, ${k.free_gb === null ? '?' : fmt(k.free_gb)} GB free now` : 'no disk tier';
   if (k) Object.assign(disk.dataset, {sizeGb: k.size_gb, minFreeGb: k.min_free_gb});
   const redis = document.getElementById('redis'), state = d.tiers.redis_breaker_state;

@@ -120,7 +120,16 @@ TEST_F(ServerDashboardTest, TheEndpointAgreesWithStatsAndTheResponses) {
   replies.push_back(complete(port(), other + " " + story, "prefix"));
   replies.push_back(complete(port(), story + " " + other, "blend"));
 
-  const json stats = get_json(port(), "/stats");
+  // The step that ends a request adds its time to the busy time after the
+  // reply has gone: /stats is read once two readings agree.
+  json stats = get_json(port(), "/stats");
+  for (int tries = 0; tries < 100; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const json again = get_json(port(), "/stats");
+    const bool settled = again["cache"] == stats["cache"] && again["scheduler"] == stats["scheduler"];
+    stats = again;
+    if (settled) break;
+  }
   const json d = get_json(port(), "/dashboard/data");
   ASSERT_TRUE(d.contains("now")) << d.dump();
   const json& now = d["now"];
@@ -197,6 +206,47 @@ TEST_F(ServerDashboardTest, TheEndpointAgreesWithStatsAndTheResponses) {
     }
   EXPECT_EQ(series["shift_tokens"].back(), cache["shifted_tokens"]);
   EXPECT_EQ(series["generated_tokens"].back(), sched["generated_tokens"]);
+}
+
+// A prompt of more than four contexts under a KV budget: the map marks the
+// prompt blocks the budget forgot, and still counts each token by source.
+TEST(ServerDashboardBudget, TheMapMarksWhatTheBudgetForgot) {
+  constexpr int kCtx = 192, kBlock = 16;
+  test::ServerProcess server({"-m", test::shared_file("models/stories260K.gguf"), "-c", std::to_string(kCtx),
+                              "--block-size", std::to_string(kBlock), "--kv-budget-tokens", "96",
+                              "--max-batch-tokens", "32"});
+  ASSERT_GT(server.port(), 0);
+  std::string prompt;
+  for (int i = 0; i < 32; ++i) prompt += "the little dog ran to the park and saw a big red ball. he played all day. ";
+  httplib::Client c("127.0.0.1", server.port());
+  c.set_read_timeout(120, 0);
+  auto res = c.Post("/v1/completions", json{{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}}.dump(),
+                    "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json usage = json::parse(res->body)["usage"];
+  const int n_prompt = usage["prompt_tokens"].get<int>();
+  ASSERT_GT(n_prompt, 4 * kCtx);
+
+  auto data = c.Get("/dashboard/data");
+  ASSERT_TRUE(data);
+  const json d = json::parse(data->body);
+  ASSERT_EQ(d["requests"].size(), 1u);
+  const json& r = d["requests"][0];
+  std::map<std::string, int> counts = checked_counts(r);
+  for (const char* s : {"prefix", "shift", "recomputed", "computed"})
+    EXPECT_EQ(counts[s], usage["prompt_tokens_details"]["reuse"][s].get<int>()) << s;
+  int evicted = 0;
+  for (const json& run : r["runs"]) {
+    if (!run["evicted"].get<bool>()) continue;
+    evicted += run["length"].get<int>();
+    EXPECT_EQ(run["begin"].get<int>() % kBlock, 0) << run.dump();  // whole blocks are forgotten
+    EXPECT_GT(run["begin"].get<int>(), 0) << "the first block (attention sinks) is kept";
+  }
+  EXPECT_GE(evicted, n_prompt - kCtx);
+  EXPECT_LE(evicted, usage["evicted_tokens"].get<int>());
+  EXPECT_EQ(d["now"]["evictions_budget"].get<int>() + d["now"]["evictions_pressure"].get<int>(),
+            usage["evicted_tokens"].get<int>() / kBlock);
 }
 
 }  // namespace

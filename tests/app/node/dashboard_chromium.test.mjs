@@ -1,14 +1,14 @@
 // The dashboard at `/dashboard` in headless Chromium against the real
 // `clmcache serve` with an API key: after a scripted workload (a repeated
 // prompt for prefix hits, a span after a new head for shift, a reordered
-// prompt for blend), the link on the chat page opens the dashboard, the key
+// prompt for blend) on a server with a disk tier, the link on the chat page opens the dashboard, the key
 // is typed in, and every chart and the reuse map must show what /stats and
 // GET /dashboard/data report (the page puts each drawn number on its element
 // as a data-* attribute). A missing chart, a missing map or any number that
 // differs fails. The test leaves a screenshot in CLMCACHE_SCREENSHOT_DIR (the
 // build directory under ctest) and prints its path.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -25,15 +25,19 @@ const kSources = ['prefix', 'shift', 'recomputed', 'computed'];
 
 let server;
 let browser;
+let diskDir;
 
 before(async () => {
-  server = await startServer(['--temp', '0', '--reuse', 'shift', '--reuse-lead', '2', '--api-key', kKey]);
+  diskDir = mkdtempSync(path.join(tmpdir(), 'clmcache-dashboard-disk-'));
+  server = await startServer(['--temp', '0', '--reuse', 'shift', '--reuse-lead', '2', '--api-key', kKey,
+                              '--disk-cache', diskDir, '--min-free-space-gb', '0.5']);
   browser = await launchBrowser();
 });
 
 after(async () => {
   if (browser) await browser.close();
   if (server) assert.equal(await server.stop(), 0, server.log());
+  if (diskDir) rmSync(diskDir, { recursive: true, force: true });
 });
 
 const poll = (what, timeoutMs, check) => pollFor(what, timeoutMs, check, () => `browser log:\n${browser.log()}`);
@@ -61,7 +65,15 @@ test('the dashboard draws what /stats and its endpoint report', async () => {
     const r = await api('/v1/completions', { prompt, reuse, max_tokens: 3, temperature: 0, blend_ratio: 0.5 });
     usages.push(r.usage);
   }
-  const stats = await api('/stats');
+  // The step that ends a request adds its time to the busy time after the
+  // reply has gone: /stats is read once two readings agree.
+  const stats = await poll('/stats to settle', 30_000, async () => {
+    const a = await api('/stats');
+    await new Promise((r) => setTimeout(r, 300));
+    const b = await api('/stats');
+    const figures = (s) => JSON.stringify([s.cache, s.scheduler, s.tiers]);
+    return figures(a) === figures(b) ? b : undefined;
+  });
   const data = await api('/dashboard/data');
   assert.ok(stats.cache.reused_tokens > 0 && stats.cache.shifted_tokens > 0, JSON.stringify(stats.cache));
 
@@ -103,11 +115,11 @@ test('the dashboard draws what /stats and its endpoint report', async () => {
         runs: [...r.querySelectorAll('svg rect')].map(x => ({source: x.dataset.source, length: Number(x.dataset.length)})),
         tokens: [...r.querySelectorAll('.tok')].map(t => ({source: t.dataset.source, cls: t.className, title: t.title,
                                                            text: t.textContent}))}));
-      const tiers = [...document.querySelectorAll('#tiers tr[data-tier]')].map(t => t.dataset.tier);
+      const tiers = [...document.querySelectorAll('#tiers tr[data-tier]')].map(t => [t.dataset.tier, Number(t.dataset.hitRate)]);
       const sessions = Object.fromEntries([...document.querySelectorAll('#sessions tr')].map(t => [t.dataset.field, Number(t.dataset.value)]));
       return {updates: Number(document.body.dataset.updates || 0), status: document.getElementById('status').textContent,
               charts, requests, tiers, sessions, redis: document.getElementById('redis').dataset.state,
-              disk: document.getElementById('disk').textContent};
+              disk: {...document.getElementById('disk').dataset, text: document.getElementById('disk').textContent}};
     })()`);
     return state.updates >= 2 && state.requests.length === workload.length ? state : undefined;
   });
@@ -164,16 +176,23 @@ test('the dashboard draws what /stats and its endpoint report', async () => {
   assert.ok(drawn.requests[0].tokens.map(t => t.text).join('').includes('owl'));
 
   // Tier health and sessions.
-  assert.deepEqual(drawn.tiers, stats.tiers.tiers.map(t => t.name));
+  assert.deepEqual(drawn.tiers, stats.tiers.tiers.map(t => [t.name, t.hit_rate]));
   assert.equal(drawn.redis, '');
-  assert.equal(drawn.disk, 'no disk tier');
+  const disk = stats.tiers.tiers.find(t => t.name === 'disk');
+  assert.ok(disk && disk.writes > 0, `the disk tier stored blocks: ${JSON.stringify(stats.tiers)}`);
+  expectLatest('chart-memory', 'disk', disk.stored_bytes);
+  assert.equal(Number(drawn.disk.sizeGb), stats.tiers.disk_cache_size_gb);
+  assert.equal(Number(drawn.disk.minFreeGb), 0.5);
+  assert.match(drawn.disk.text, /floor 0\.500 GB free/);
   assert.equal(drawn.sessions.pinned_sessions, s.session_pins.sessions);
   assert.equal(drawn.sessions.pinned_blocks, s.session_pins.blocks);
   assert.equal(drawn.sessions.remembered, stats.server.sessions);
 
   const dir = process.env.CLMCACHE_SCREENSHOT_DIR || tmpdir();
   mkdirSync(dir, { recursive: true });
-  const shot = await page('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true });
+  const height = await evaluate('Math.ceil(document.body.getBoundingClientRect().bottom) + 16');
+  await page('Emulation.setDeviceMetricsOverride', { width: 1280, height, deviceScaleFactor: 1, mobile: false });
+  const shot = await page('Page.captureScreenshot', { format: 'png' });
   const file = path.join(dir, 'dashboard.png');
   writeFileSync(file, Buffer.from(shot.data, 'base64'));
   console.log(`screenshot: ${file}`);
