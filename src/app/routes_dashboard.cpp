@@ -75,12 +75,7 @@ json dashboard_json(ServerContext& ctx) {
 }
 
 void register_dashboard_routes(RouteTable& routes, ServerContext& ctx) {
-  routes.get("/dashboard", [] {
-    HttpResponse res;
-    res.content_type = "text/html; charset=utf-8";
-    res.body = std::string(dashboard_web_page());
-    return res;
-  });
+  routes.get("/dashboard", [] { return html_response(dashboard_web_page()); });
   // Fifty maps and ten minutes of samples take a while to write: the
   // handler pool does it, not an I/O thread.
   routes.add(Route{"GET", "/dashboard/data", /*heavy=*/true, /*json_body=*/false,
