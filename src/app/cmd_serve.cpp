@@ -136,7 +136,8 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--port", s.port, "port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", s.api_keys,
-                  "require 'Authorization: Bearer KEY' (except on / and /health); repeatable: any one is accepted")
+                  "require 'Authorization: Bearer KEY' (except on /, /dashboard and /health); repeatable: any one "
+                  "is accepted")
       ->allow_extra_args(false);
   cmd->add_option("--api-key-file", flags->api_key_file, "more keys, one a line ('#' starts a comment)")
       ->check(CLI::ExistingFile);

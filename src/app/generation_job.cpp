@@ -1,9 +1,11 @@
 #include "app/generation_job.h"
 
-#include "app/cache_namespace.h"
-
+#include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <limits>
+
+#include "app/cache_namespace.h"
 
 namespace clm {
 
@@ -200,11 +202,28 @@ void GenerationJob::finish() {
   ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
                                  summary_.cached_tokens, summary_.reuse, consumed_, summary_.total_s,
                                  consumed_ > 0 ? summary_.time_to_first_token_s : -1.0);
+  record_for_dashboard();
   if (!error_ && !request_.session_id.empty() && request_.prompt_ids.empty()) {
     std::vector<int32_t> turn = prompt_;
     turn.insert(turn.end(), generated_.begin(), generated_.end());
     ctx_.sessions.remember(scoped_session_id(request_.cache_namespace, request_.session_id), prompt_text_ + raw_text_, std::move(turn));
   }
+}
+
+void GenerationJob::record_for_dashboard() {
+  DashboardRequest r;
+  r.id = summary_.id;
+  r.endpoint = endpoint_path(request_.endpoint);
+  r.finished_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+  r.prompt_tokens = static_cast<int>(prompt_.size());
+  r.generated_tokens = consumed_;
+  r.usage = summary_.reuse;
+  r.map = summary_.reuse_map;
+  const Tokenizer& tok = ctx_.engine.model().tokenizer();
+  const std::size_t shown = std::min(prompt_.size(), kDashboardTokensShown);
+  r.token_text.reserve(shown);
+  for (std::size_t i = 0; i < shown; ++i) r.token_text.push_back(tok.token_to_piece(prompt_[i]));
+  ctx_.dashboard.add_request(std::move(r));
 }
 
 std::optional<FinishDetails> GenerationJob::finish_details() const {

@@ -20,15 +20,17 @@ namespace {
 
 // A bounded label set for clmcache_requests_total: unknown paths are "other".
 std::string endpoint_label(const std::string& path) {
-  static const char* kKnown[] = {"/", "/health", "/v1/models", "/stats", "/metrics", "/v1/completions",
-                                 "/v1/chat/completions", "/tokenize", "/detokenize"};
+  static const char* kKnown[] = {"/",          "/health",         "/v1/models", "/stats",
+                                 "/metrics",   "/v1/completions", "/v1/chat/completions",
+                                 "/tokenize",  "/detokenize",     "/dashboard", "/dashboard/data"};
   for (const char* k : kKnown)
     if (path == k) return path;
   return "other";
 }
 
 // Routes a browser or a load balancer may reach without the key.
-bool is_public(const std::string& path) { return path == "/" || path == "/health"; }
+// The pages carry no data (what they show is fetched with the key).
+bool is_public(const std::string& path) { return path == "/" || path == "/dashboard" || path == "/health"; }
 
 ApiError header_too_large_error(const std::string& what) {
   return api_error(HttpErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "app/dashboard_history.h"
 #include "app/http_limits.h"
 #include "app/openai_request.h"
 #include "app/server_metrics.h"
@@ -17,6 +18,14 @@
 #include "model/chat_renderer.h"
 
 namespace clm {
+
+// The disk tier as the dashboard reports it: where, its size cap and the
+// free-space floor its writes keep (--disk-cache and its limits).
+struct DiskTierSettings {
+  std::string spec;        // a directory, or sqlite:FILE; empty: no disk tier
+  double max_gb = 0;       // 0: no size cap
+  double min_free_gb = 0;
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -31,6 +40,7 @@ struct ServerOptions {
   std::vector<std::string> cors_origins;
   int retry_after_s = 1;  // what a 429/503 tells the client to wait
   RequestDefaults defaults;  // model id, max_tokens, sampler
+  DiskTierSettings disk;
 };
 
 struct ServerContext {
@@ -49,6 +59,7 @@ struct ServerContext {
   ServerMetrics metrics;
   SessionPinner pinner;  // a session's last turn stays pinned in RAM for its timeout
   SessionStore sessions;
+  DashboardHistory dashboard;  // what GET /dashboard/data serves
   std::atomic<bool> draining{false};  // shutting down: new generations get 503
   std::atomic<int> in_flight{0};      // generations not yet finished
   std::atomic<int> connections{0};    // open HTTP connections
