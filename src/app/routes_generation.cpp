@@ -1,8 +1,8 @@
-#include "app/api_key.h"
 #include "app/routes_generation.h"
 
 #include <memory>
 
+#include "app/api_key.h"
 #include "app/generation_api.h"
 #include "app/http_reply.h"
 #include "app/http_routes.h"
