@@ -220,7 +220,10 @@ void GenerationJob::record_for_dashboard() {
   r.usage = summary_.reuse;
   r.map = summary_.reuse_map;
   const Tokenizer& tok = ctx_.engine.model().tokenizer();
-  const std::size_t shown = std::min(prompt_.size(), kDashboardTokensShown);
+  // A request in a namespace of its own (a cache_salt, a per-key namespace)
+  // keeps its text from whoever else may read the dashboard: its map is
+  // drawn without it.
+  const std::size_t shown = request_.cache_namespace != 0 ? 0 : std::min(prompt_.size(), kDashboardTokensShown);
   r.token_text.reserve(shown);
   for (std::size_t i = 0; i < shown; ++i) r.token_text.push_back(tok.token_to_piece(prompt_[i]));
   ctx_.dashboard.add_request(std::move(r));

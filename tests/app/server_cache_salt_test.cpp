@@ -74,6 +74,13 @@ TEST(ServerCacheSalt, DifferentSaltsShareNothingAndTheSameSaltReuses) {
   // The prefix promise holds within a namespace: same text, bit for bit.
   EXPECT_EQ(a1.body["choices"][0]["text"], cold.body["choices"][0]["text"]);
   EXPECT_EQ(a2.body["choices"][0]["text"], cold.body["choices"][0]["text"]);
+  // The dashboard draws salted requests without their text.
+  httplib::Client c("127.0.0.1", port);
+  const json dash = json::parse(c.Get("/dashboard/data")->body);
+  ASSERT_EQ(dash["requests"].size(), 4u) << dash["requests"].dump();
+  int with_text = 0;
+  for (const json& r : dash["requests"]) with_text += r["token_text"].empty() ? 0 : 1;
+  EXPECT_EQ(with_text, 1) << "only the unsalted request shows its text";
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
