@@ -15,6 +15,7 @@
 #include <map>
 
 #include "tier/entry_codec.h"
+#include "tier/errno_text.h"
 #include "util/hex.h"
 
 namespace clm {
@@ -24,23 +25,53 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kIndexName = "index.sqlite";
-constexpr const char* kQuarantineDir = "quarantine";
+constexpr const char* kMarkerName = ".clmcache-disk-cache";
 constexpr const char* kEntrySuffix = ".safetensors";
 constexpr const char* kTempSuffix = ".tmp";
 // No entry file is larger (a block of the largest geometry the codec accepts
 // is far smaller); a bigger file is not read into memory.
 constexpr uint64_t kMaxEntryFileBytes = 1ull << 32;
 
-std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+bool is_empty_directory(const std::string& dir) {
+  std::error_code ec;
+  return fs::is_empty(dir, ec) && !ec;
+}
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Makes `dir` a store, or says why it is not one. A new directory is made
+// owner-only (it will hold users' conversations); an existing one keeps its
+// mode (it may be shared on purpose) and must be empty or already a store.
+Status adopt_directory(const std::string& dir) {
+  struct stat st {};
+  const std::string marker = dir + "/" + kMarkerName;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT) return fail(errno_text("disk cache " + dir));
+    const fs::path parent = fs::path(dir).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+    if (ec) return fail("cannot create " + parent.string() + ": " + ec.message());
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail(errno_text("mkdir " + dir));
+  } else if (!S_ISDIR(st.st_mode)) {
+    return fail(dir + " is not a directory; it is left as it is");
+  } else if (::access(marker.c_str(), F_OK) == 0) {
+    return {};
+  } else if (!is_empty_directory(dir) && ::access((dir + "/" + kIndexName).c_str(), F_OK) != 0) {
+    return fail(dir + " holds files and is not a clmcache disk cache (it has no " + kMarkerName +
+                "); it is left as it is: name an empty or new directory");
+  }
+  // New, empty, or made by a version before the marker: marked now.
+  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return fail(errno_text("cannot mark " + dir + " as a disk cache"));
+  constexpr std::string_view kText = "clmcache disk cache\n";
+  const bool written = ::write(fd, kText.data(), kText.size()) == static_cast<ssize_t>(kText.size());
+  ::close(fd);
+  if (!written) return fail(errno_text("cannot mark " + dir + " as a disk cache"));
+  return {};
 }
 
 // The key an entry file name stands for, when it is one.
 std::optional<BlockKey> key_of_file(const std::string& name) {
   const std::string suffix = kEntrySuffix;
-  if (name.size() != 16 + suffix.size() || !ends_with(name, suffix)) return std::nullopt;
+  if (name.size() != 16 + suffix.size() || !name.ends_with(suffix)) return std::nullopt;
   BlockKey key = 0;
   auto [end, ec] = std::from_chars(name.data(), name.data() + 16, key, 16);
   if (ec != std::errc() || end != name.data() + 16 || DiskStore::file_name(key) != name) return std::nullopt;
@@ -50,7 +81,7 @@ std::optional<BlockKey> key_of_file(const std::string& name) {
 // Temporary files are named KEY.PID.N.tmp (KEY in 16 hex digits); one whose
 // writer is dead is a leftover of a crash. Nothing else is ever deleted.
 bool temp_of_dead_writer(const std::string& name) {
-  if (!ends_with(name, kTempSuffix) || name.size() < 16 || !key_of_file(name.substr(0, 16) + kEntrySuffix))
+  if (!name.ends_with(kTempSuffix) || name.size() < 16 || !key_of_file(name.substr(0, 16) + kEntrySuffix))
     return false;
   const std::size_t first = 16;
   if (name[first] != '.') return false;
@@ -139,16 +170,20 @@ std::string DiskStore::file_name(BlockKey key) {
 
 Result<std::unique_ptr<DiskStore>> DiskStore::open(const std::string& dir, DiskTierOptions options) {
   if (dir.empty()) return fail("the disk cache directory is empty");
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return fail("cannot create the disk cache directory " + dir + ": " + ec.message());
-  if (!fs::is_directory(dir)) return fail(dir + " is not a directory");
-  // The cache holds users' conversations: owner only.
-  if (::chmod(dir.c_str(), 0700) != 0) return fail(errno_text("chmod " + dir));
-  const std::string quarantine = dir + "/" + kQuarantineDir;
-  if (::mkdir(quarantine.c_str(), 0700) != 0 && errno != EEXIST) return fail(errno_text("mkdir " + quarantine));
+  if (auto adopted = adopt_directory(dir); !adopted) return std::unexpected(adopted.error());
+  auto quarantine = QuarantineDir::open(dir, {});
+  if (!quarantine) return std::unexpected(quarantine.error());
 
   const std::string index = dir + "/" + kIndexName;
+  // An index that is a link would have its target written: the link alone
+  // goes to the quarantine, and the index is rebuilt from the files.
+  struct stat index_st {};
+  if (::lstat(index.c_str(), &index_st) == 0 && !S_ISREG(index_st.st_mode)) {
+    std::fprintf(stderr, "clmcache: disk cache %s: %s is not a regular file; set aside, rebuilding the index\n",
+                 dir.c_str(), kIndexName);
+    if (!(*quarantine)->admit(kIndexName, "index-" + std::to_string(::time(nullptr)) + ".not-a-file"))
+      return fail(errno_text("cannot set aside " + index));
+  }
   std::unique_ptr<DiskStore> store;
   for (int attempt = 0; attempt < 2 && !store; ++attempt) {
     std::string problem;
@@ -165,13 +200,14 @@ Result<std::unique_ptr<DiskStore>> DiskStore::open(const std::string& dir, DiskT
     // and rebuild it from them.
     std::fprintf(stderr, "clmcache: disk cache %s: the index is unusable (%s); rebuilding it from the files\n",
                  dir.c_str(), problem.c_str());
-    const std::string aside = quarantine + "/index-" + std::to_string(::time(nullptr)) + ".sqlite";
+    const std::string aside = "index-" + std::to_string(::time(nullptr)) + ".sqlite";
     for (const char* suffix : {"", "-wal", "-shm"}) {
-      const std::string from = index + suffix;
-      if (::rename(from.c_str(), (aside + suffix).c_str()) != 0 && errno != ENOENT)
-        return fail(errno_text("cannot set aside the damaged index " + from));
+      const std::string from = std::string(kIndexName) + suffix;
+      if (!(*quarantine)->admit(from, aside + suffix) && errno != ENOENT)
+        return fail(errno_text("cannot set aside the damaged index " + dir + "/" + from));
     }
   }
+  store->quarantine_ = std::move(*quarantine);
   std::lock_guard lock(store->mu_);
   store->reconcile();
   return store;
@@ -281,19 +317,12 @@ void DiskStore::quarantine_bytes(const StoredEntry& row, const std::string& reas
 }
 
 void DiskStore::quarantine_file(const std::string& name, const std::string& reason) {
-  const std::string target = location_ + "/" + kQuarantineDir + "/" + name;
-  if (::rename(path(name).c_str(), target.c_str()) != 0 && errno != ENOENT) ::unlink(path(name).c_str());
+  if (!quarantine_->admit(name, name)) ::unlink(path(name).c_str());
   std::fprintf(stderr, "clmcache: disk cache %s: quarantined %s: %s\n", location_.c_str(), name.c_str(),
                reason.c_str());
 }
 
-std::size_t DiskStore::quarantine_size() {
-  std::size_t count = 0;
-  std::error_code ec;
-  for (const fs::directory_entry& item : fs::directory_iterator(location_ + "/" + kQuarantineDir, ec))
-    count += ends_with(item.path().filename().string(), kEntrySuffix);
-  return count;
-}
+std::size_t DiskStore::quarantine_size() { return quarantine_->count(kEntrySuffix); }
 
 uint64_t DiskStore::free_bytes() {
   struct statvfs fs_info{};

@@ -1,5 +1,8 @@
-// DiskStore: entries as one safetensors file each in a directory (mode
-// 0700), indexed by `index.sqlite` in the same directory. A file's name is
+// DiskStore: entries as one safetensors file each in a directory, indexed
+// by `index.sqlite` in the same directory. A directory is adopted as a store
+// only if it is new (created with mode 0700), empty, or marked as one (the
+// file `.clmcache-disk-cache`, or an index left by an earlier version); an
+// existing directory's mode is left as it is. A file's name is
 // its key in hex and nothing else: no path is ever built from request data.
 // Writes are crash-safe: a temporary file is written and fsynced, renamed
 // into place, the directory fsynced, and only then is the index row added.
@@ -11,6 +14,7 @@
 #include <string>
 
 #include "tier/entry_store.h"
+#include "tier/quarantine_dir.h"
 
 namespace clm {
 
@@ -47,6 +51,7 @@ class DiskStore final : public EntryStore {
   std::string path(const std::string& name) const { return location_ + "/" + name; }
 
   std::atomic<uint64_t> temp_counter_{0};
+  std::unique_ptr<QuarantineDir> quarantine_;
 };
 
 }  // namespace clm

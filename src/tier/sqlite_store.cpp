@@ -1,12 +1,18 @@
 #include "tier/sqlite_store.h"
 
 #include "tier/entry_codec.h"
+#include "tier/errno_text.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -14,8 +20,101 @@ namespace clm {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// PRAGMA application_id of the databases this store makes ("clmc").
+constexpr uint32_t kApplicationId = 0x636c6d63;
+
+enum class Ownership { New, Ours, Unmarked };
+
+// Whether `file` may become (or is) the store, read from its first bytes
+// without opening it as a database: a database is changed by being opened
+// (WAL mode), so one that is not ours must not be.
+Result<Ownership> ownership_of(const std::string& file) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Ownership::New;
+    return fail(errno_text("sqlite cache " + file));
+  }
+  const std::string left = "; it is left as it is: name a new file or a store clmcache made";
+  if (S_ISLNK(st.st_mode)) return fail(file + " is a symbolic link" + left);
+  if (!S_ISREG(st.st_mode)) return fail(file + " is not a regular file" + left);
+  if (st.st_size == 0) return Ownership::New;
+  unsigned char header[100] = {};
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return fail(errno_text("sqlite cache " + file));
+  const ssize_t got = ::pread(fd, header, sizeof header, 0);
+  ::close(fd);
+  static constexpr char kMagic[] = "SQLite format 3";  // and its NUL: 16 bytes
+  if (got != static_cast<ssize_t>(sizeof header) || std::memcmp(header, kMagic, sizeof kMagic) != 0)
+    return fail(file + " is not an SQLite database" + left);
+  const uint32_t id = (uint32_t{header[68]} << 24) | (uint32_t{header[69]} << 16) | (uint32_t{header[70]} << 8) |
+                      uint32_t{header[71]};
+  if (id == kApplicationId) return Ownership::Ours;
+  if (id != 0) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%08x", id);
+    return fail(file + " is an SQLite database of another program (application_id 0x" + hex + ")" + left);
+  }
+  return Ownership::Unmarked;
+}
+
+// An unmarked database is adopted only if it holds no table but this
+// store's (one made before the mark was set, or an empty one); read-only.
+Status check_unmarked(const std::string& file) {
+  sqlite3* db = nullptr;
+  std::vector<std::string> foreign;
+  // immutable: no lock taken and no -wal or -shm file made beside it.
+  std::string uri = "file:";
+  for (char c : file) {
+    if (c == '%' || c == '?' || c == '#') {
+      char escaped[4];
+      std::snprintf(escaped, sizeof escaped, "%%%02X", static_cast<unsigned char>(c));
+      uri += escaped;
+    } else {
+      uri += c;
+    }
+  }
+  uri += "?immutable=1";
+  bool readable = sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) == SQLITE_OK;
+  sqlite3_stmt* s = nullptr;
+  readable = readable && sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table'", -1, &s,
+                                            nullptr) == SQLITE_OK;
+  while (readable) {
+    const int rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) {
+      readable = false;
+      break;
+    }
+    const std::string name = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    if (name != "entries" && name != "quarantine") foreign.push_back(name);
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  const std::string left = "; it is left as it is: name a new file or a store clmcache made";
+  if (!readable) return fail(file + " is an SQLite database clmcache cannot read and did not mark" + left);
+  if (!foreign.empty()) return fail(file + " is an SQLite database of another program (table " + foreign[0] + ")" + left);
+  return {};
+}
+
+// Under a few MiB free, SQLite cannot even open a database in WAL mode.
+bool free_space_is_low(const fs::path& dir) {
+  constexpr uint64_t kFloor = uint64_t{4} << 20;
+  struct statvfs fs_info {};
+  if (::statvfs(dir.c_str(), &fs_info) != 0) return false;
+  return static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize < kFloor;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, DiskTierOptions options) {
   if (file.empty()) return fail("sqlite: the database file name is empty");
+  auto owner = ownership_of(file);
+  if (!owner) return std::unexpected(owner.error());
+  if (*owner == Ownership::Unmarked) {
+    if (auto checked = check_unmarked(file); !checked) return std::unexpected(checked.error());
+  }
   const fs::path parent = fs::path(file).parent_path();
   std::error_code ec;
   if (!parent.empty()) {
@@ -31,6 +130,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, 
       std::unique_ptr<SqliteStore> opened(new SqliteStore(file, options, std::move(*db)));
       auto schema = opened->init_schema();
       if (schema) schema = opened->init_quarantine();
+      if (schema) schema = opened->db_.exec("PRAGMA application_id = " + std::to_string(kApplicationId));
       if (schema) {
         store = std::move(opened);
         break;
@@ -40,6 +140,12 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, 
       problem = db.error().message;
     }
     if (attempt == 1) return fail("cannot open the cache database " + file + ": " + problem);
+    // Only a store of ours is set aside: anything else was refused above.
+    // One that cannot be opened for want of space is not damaged: it stays
+    // as it is for the next start.
+    if (*owner != Ownership::New && free_space_is_low(parent.empty() ? fs::path(".") : parent))
+      return fail("cannot open the cache database " + file + " (" + problem +
+                  "): the disk is nearly full; it is left as it is");
     std::fprintf(stderr, "clmcache: sqlite cache %s: the database is unusable (%s); starting afresh\n", file.c_str(),
                  problem.c_str());
     const std::string aside = file + ".damaged-" + std::to_string(::time(nullptr));

@@ -110,22 +110,23 @@ void RedisFaultProxy::serve(int client) {
       const ssize_t r = ::recv(upstream, buf, sizeof buf, 0);
       if (r <= 0) break;
       if (mode_ == Mode::Pass) {
-        if (!send_all(client, buf, static_cast<std::size_t>(r))) break;
+        // Counted first: the client may act on the bytes before send returns.
         sent_ += static_cast<std::size_t>(r);
+        if (!send_all(client, buf, static_cast<std::size_t>(r))) break;
       } else {
         pending.append(buf, static_cast<std::size_t>(r));
       }
     }
     if (mode_ == Mode::Huge && announced) {
       std::memset(buf, 0, sizeof buf);
-      if (!send_all(client, buf, sizeof buf)) break;
       sent_ += sizeof buf;
+      if (!send_all(client, buf, sizeof buf)) break;
     }
     if (mode_ == Mode::Trickle && !pending.empty()) {
       std::this_thread::sleep_for(trickle);
+      sent_ += 1;
       if (!send_all(client, pending.data(), 1)) break;
       pending.erase(0, 1);
-      sent_ += 1;
     }
   }
   ::shutdown(client, SHUT_RDWR);

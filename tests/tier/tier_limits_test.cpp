@@ -19,7 +19,8 @@ TEST_P(TierLimits, FreeSpaceFloorRefusesBeforeWriting) {
   EXPECT_TRUE(tier->store().list().empty());
   if (disk()) {
     for (const fs::directory_entry& item : fs::directory_iterator(dir_ + "/cache"))
-      EXPECT_TRUE(item.path().filename() == "quarantine" || item.path().filename().string().starts_with("index.sqlite"))
+      EXPECT_TRUE(item.path().filename() == "quarantine" || item.path().filename() == ".clmcache-disk-cache" ||
+                  item.path().filename().string().starts_with("index.sqlite"))
           << item.path();
   }
 }

@@ -52,8 +52,13 @@ TEST_P(TierRecovery, DamagedIndexIsRebuiltOrStartedAfresh) {
   }
   {
     for (const char* suffix : {"-wal", "-shm"}) fs::remove(db_file() + suffix);
+    // Everything after the database header is destroyed; the header, which
+    // says whose database it is, is kept (a file that is not the store's is
+    // refused instead: DiskTierFiles and SqliteOwnership).
+    std::string header(100, '\0');
+    std::ifstream(db_file(), std::ios::binary).read(header.data(), 100);
     std::ofstream out(db_file(), std::ios::binary | std::ios::trunc);
-    out << std::string(4096, 'x');
+    out << header << std::string(4096, 'x');
   }
   auto tier = open();
   ASSERT_NE(tier, nullptr);
