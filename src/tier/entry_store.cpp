@@ -69,8 +69,10 @@ void EntryStore::record_hits() {
     if (done) done = db_.exec("COMMIT");
     else (void)db_.exec("ROLLBACK");
   }
+  // Hits that could not be recorded (the store was locked) are kept for the
+  // next try, up to a bound: they only order eviction.
+  if (done || pending_hits_.size() > 16 * kHitBatch) pending_hits_.clear();
   if (!done) log_error(location_, done.error().message);
-  pending_hits_.clear();
 }
 
 int64_t EntryStore::last_access_of(const StoredEntry& row) const {
@@ -216,6 +218,7 @@ void EntryStore::drop_orphans() {
 
 std::size_t EntryStore::count_present(std::span<const BlockKey> chain, uint64_t fingerprint) {
   std::lock_guard lock(mu_);
+  RequestPathWait short_wait(db_);
   record_hits();  // the previous lookup's, in one transaction; and the TTL check below sees them
   auto s = db_.prepare("SELECT 1 FROM entries WHERE key = ?1 AND fingerprint = ?2 AND last_access + ttl * 1000 >= ?3");
   if (!s) return 0;
@@ -234,6 +237,7 @@ bool EntryStore::read(BlockKey key, uint64_t fingerprint, const BytesVisitor& vi
   StoredEntry row;
   {
     std::lock_guard lock(mu_);
+    RequestPathWait short_wait(db_);
     const std::optional<StoredEntry> found = find_row(key);
     if (!found || found->fingerprint != fingerprint || last_access_of(*found) + found->ttl_s * 1000 < now_ms())
       return false;
@@ -241,6 +245,7 @@ bool EntryStore::read(BlockKey key, uint64_t fingerprint, const BytesVisitor& vi
   }
   const bool present = visit_bytes(row, visit);
   std::lock_guard lock(mu_);
+  RequestPathWait short_wait(db_);
   if (!present) {
     // The row outlived its bytes (removed by hand, another process): the
     // entry and what depends on it are gone. Unless the entry was removed
@@ -366,6 +371,7 @@ std::size_t EntryStore::clear(std::optional<BlockKey> root) {
 
 uint64_t EntryStore::stored_bytes() {
   std::lock_guard lock(mu_);
+  RequestPathWait short_wait(db_);
   return total_bytes();
 }
 

@@ -85,7 +85,7 @@ Result<SqliteDb> SqliteDb::open(const std::string& path, Check check_level) {
   if (rc != SQLITE_OK) return fail("cannot open " + path + ": " + (raw ? sqlite3_errmsg(raw) : "out of memory"));
   // Another process (a second server, the cache command) may hold the lock
   // for a moment: wait rather than fail.
-  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_busy_timeout(raw, kBackgroundWaitMs);
   // A file that is not a database, or a damaged one, is found here rather
   // than at the first query.
   if (check_level == Check::Full) {
@@ -136,5 +136,7 @@ Result<SqliteStatement> SqliteDb::prepare(const std::string& sql) {
 }
 
 std::string SqliteDb::last_error() const { return sqlite3_errmsg(db_); }
+
+void SqliteDb::set_lock_wait_ms(int ms) { sqlite3_busy_timeout(db_, ms); }
 
 }  // namespace clm

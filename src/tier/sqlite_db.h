@@ -69,9 +69,30 @@ class SqliteDb {
   Result<SqliteStatement> prepare(const std::string& sql);
   std::string last_error() const;
 
+  // How long a statement waits for a lock another process holds before it
+  // fails as busy (5 s from open).
+  static constexpr int kBackgroundWaitMs = 5000;
+  void set_lock_wait_ms(int ms);
+
  private:
   explicit SqliteDb(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+};
+
+// While alive, statements on db give up on another process's lock almost at
+// once: the calls a request waits for (lookups, /stats) treat a locked
+// store as a miss rather than wait seconds for it. The wait is the
+// connection's: hold the lock that every writer of db holds while one lives.
+class RequestPathWait {
+ public:
+  explicit RequestPathWait(SqliteDb& db) : db_(db) { db_.set_lock_wait_ms(kWaitMs); }
+  ~RequestPathWait() { db_.set_lock_wait_ms(SqliteDb::kBackgroundWaitMs); }
+  RequestPathWait(const RequestPathWait&) = delete;
+  RequestPathWait& operator=(const RequestPathWait&) = delete;
+
+ private:
+  static constexpr int kWaitMs = 20;
+  SqliteDb& db_;
 };
 
 }  // namespace clm

@@ -217,6 +217,7 @@ void SqliteStore::quarantine_bytes(const StoredEntry& row, const std::string& re
 
 std::size_t SqliteStore::quarantine_size() {
   std::lock_guard lock(mu_);
+  RequestPathWait short_wait(db_);
   auto s = db_.prepare("SELECT COUNT(*) FROM quarantine");
   if (!s) return 0;
   auto row = s->step();
