@@ -3,6 +3,7 @@
 // error, never a hang or a crash.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,6 +109,31 @@ TEST(JinjaErrors, OutputAndWorkAreBounded) {
                          "{}", work)
                 .find("units of work"),
             std::string::npos);
+}
+
+// A list that holds itself twice, doubled 60 times, is 60 steps to build
+// and 2^60 to walk: whatever walks it (equality, `in`, `unique`, tojson,
+// writing it out) is charged for each element, and stops at the budget or
+// the deadline.
+TEST(JinjaErrors, WalkingASharedValueIsChargedAsWork) {
+  const std::string doubled =
+      "{% set ns = namespace(a=[1]) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}";
+  jinja::RenderOptions work;
+  work.limits.max_work = 10'000'000;
+  for (const char* walk : {"{{ ns.a == ns.a }}", "{{ ns.a in [0, ns.a] }}", "{{ [ns.a, ns.a] | unique | length }}",
+                           "{{ ns.a | tojson }}", "{{ ns.a }}", "{% if ns.a is eq(ns.a) %}{% endif %}"}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string out = render_jinja(doubled + walk, "{}", work);
+    EXPECT_NE(out.find("units of work"), std::string::npos) << walk << ": " << out.substr(0, 200);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0) << walk;
+  }
+  // With work to spare, the clock stops it.
+  jinja::RenderOptions clock;
+  clock.limits.max_seconds = 0.2;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string out = render_jinja(doubled + "{{ ns.a == ns.a }}", "{}", clock);
+  EXPECT_NE(out.find("ran past its time limit"), std::string::npos) << out.substr(0, 200);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
 }
 
 // Templates glued together at random from pieces of the language: each

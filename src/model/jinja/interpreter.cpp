@@ -10,6 +10,7 @@
 #include "model/jinja/methods.h"
 #include "model/jinja/operators.h"
 #include "model/jinja/string_ops.h"
+#include "model/jinja/work_meter.h"
 #include "model/jinja/template_error.h"
 
 namespace clm::jinja {
@@ -34,7 +35,11 @@ std::string describe_operand(const Expr& e) {
 
 class Interpreter {
  public:
-  Interpreter(const RenderLimits& limits, std::chrono::system_clock::time_point now) : limits_(limits), now_(now) {}
+  Interpreter(const RenderLimits& limits, std::chrono::system_clock::time_point now)
+      : limits_(limits),
+        now_(now),
+        meter_(limits.max_work, limits.max_output_bytes,
+               std::chrono::duration_cast<WorkMeter::Clock::duration>(std::chrono::duration<double>(limits.max_seconds))) {}
 
   std::string run(const Body& program, const Dict& context) {
     Dict globals = make_globals(limits_, now_);
@@ -60,12 +65,7 @@ class Interpreter {
 
   // ---- limits ----
 
-  void add_work(uint64_t units) {
-    work_ += units;
-    if (work_ > limits_.max_work) {
-      throw TemplateError("the template did more than " + std::to_string(limits_.max_work) + " units of work");
-    }
-  }
+  void add_work(uint64_t units) { meter_.charge(units); }
 
   void count_iteration() {
     if (++iterations_ > limits_.max_loop_iterations) {
@@ -484,7 +484,7 @@ class Interpreter {
   const std::chrono::system_clock::time_point now_;
   std::vector<Frame> frames_;
   uint64_t iterations_ = 0;
-  uint64_t work_ = 0;
+  WorkMeter meter_;  // installed on this thread for the rendering
   int depth_ = 0;
   int calls_ = 0;
 };

@@ -5,6 +5,7 @@
 
 #include "model/jinja/string_ops.h"
 #include "model/jinja/template_error.h"
+#include "model/jinja/work_meter.h"
 #include "model/utf8.h"
 
 namespace clm::jinja {
@@ -69,6 +70,10 @@ class JsonWriter {
 
   void write(std::string& out, const Value& v, int depth) const {
     using Kind = Value::Kind;
+    // Bounded as it is built, not after: a value shared many times over is
+    // written out as often as it is reached.
+    charge_work(1);
+    check_string_bytes(out.size());
     switch (v.kind()) {
       case Kind::Undefined: out += undefined_as_null_ ? "null" : "undefined"; return;
       case Kind::None: out += "null"; return;
@@ -79,7 +84,10 @@ class JsonWriter {
         out += std::isfinite(d) ? js_number_to_string(d) : "null";
         return;
       }
-      case Kind::String: append_json_string(out, v.as_string(), style_.ensure_ascii); return;
+      case Kind::String:
+        charge_work(v.as_string().size());
+        append_json_string(out, v.as_string(), style_.ensure_ascii);
+        return;
       case Kind::List: write_list(out, v.as_list(), depth); return;
       case Kind::Dict:
       case Kind::Namespace: write_dict(out, v.as_dict(), depth); return;

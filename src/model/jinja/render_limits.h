@@ -14,8 +14,11 @@ struct RenderLimits {
   uint64_t max_loop_iterations = 1'000'000;
   int max_call_depth = 64;  // macro calls inside macro calls
   // Work: one unit per evaluated node plus one per byte or item each new
-  // string or list holds. A billion is about a second of copying.
+  // string or list holds, and one per element that equality, `in`,
+  // `unique`, tojson or display walk. A billion is about a second of copying.
   uint64_t max_work = 1'000'000'000;
+  // Wall-clock time, whatever the work is spent on.
+  double max_seconds = 1.0;
 };
 
 }  // namespace clm::jinja

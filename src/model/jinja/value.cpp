@@ -5,6 +5,7 @@
 #include "model/jinja/json.h"
 #include "model/jinja/string_ops.h"
 #include "model/jinja/template_error.h"
+#include "model/jinja/work_meter.h"
 
 namespace clm::jinja {
 
@@ -169,6 +170,9 @@ bool is_numeric_like(const Value& v) { return v.is_number() || v.is(Value::Kind:
 
 bool values_equal(const Value& a, const Value& b) {
   using Kind = Value::Kind;
+  // Each pair compared is work: equal lists shared many times over are
+  // walked as often as they are reached.
+  charge_work(1);
   if (is_numeric_like(a) && is_numeric_like(b)) {
     if (a.is(Kind::Int) && b.is(Kind::Int)) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
@@ -178,7 +182,9 @@ bool values_equal(const Value& a, const Value& b) {
   if (a_missing || b_missing) return a_missing && b_missing;
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
-    case Kind::String: return a.as_string() == b.as_string();
+    case Kind::String:
+      charge_work(std::min(a.as_string().size(), b.as_string().size()) / 64);
+      return a.as_string() == b.as_string();
     case Kind::List: {
       const ValueList& x = a.as_list();
       const ValueList& y = b.as_list();
