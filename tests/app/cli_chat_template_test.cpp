@@ -107,7 +107,7 @@ TEST(CliChat, JinjaNeedsATemplateAndFormatsExcludeTemplateFiles) {
   EXPECT_NE(both.err.find("cannot be combined"), std::string::npos) << both.err;
   const auto missing = run_command("echo hi | " + cli() + " chat -m " + stories() + " --chat-template-file /nonexistent");
   EXPECT_NE(missing.exit_code, 0);
-  EXPECT_NE(missing.err.find("cannot read /nonexistent"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("cannot open template file /nonexistent"), std::string::npos) << missing.err;
 }
 
 }  // namespace
