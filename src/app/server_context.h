@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/http_limits.h"
+#include "app/kv_event_publisher.h"
 #include "app/openai_request.h"
 #include "app/server_metrics.h"
 #include "app/session_hooks.h"
@@ -47,6 +48,7 @@ struct ServerContext {
   ServerMetrics metrics;
   SessionPinner pinner;  // a session's last turn stays pinned in RAM for its timeout
   SessionStore sessions;
+  const KvEventPublisher* kv_events = nullptr;  // serve --kv-events-endpoint; not owned
   std::atomic<bool> draining{false};  // shutting down: new generations get 503
   std::atomic<int> in_flight{0};      // generations not yet finished
   std::atomic<int> connections{0};    // open HTTP connections

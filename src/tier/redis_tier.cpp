@@ -191,7 +191,10 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
     damaged = true;
     return !is_error(command(ctx, {"DEL", name}));
   });
-  if (damaged) ++damaged_;
+  if (damaged) {
+    ++damaged_;
+    if (removal_listener_) removal_listener_(std::span<const BlockKey>(&key, 1));
+  }
   return out;
 }
 
@@ -205,7 +208,8 @@ bool RedisTier::put(const TierEntry& entry) {
 
 void RedisTier::remove(BlockKey key) {
   const std::string name = key_name(key);
-  call(store_, [&](redisContext* ctx) { return !is_error(command(ctx, {"DEL", name})); });
+  if (call(store_, [&](redisContext* ctx) { return !is_error(command(ctx, {"DEL", name})); }) && removal_listener_)
+    removal_listener_(std::span<const BlockKey>(&key, 1));
 }
 
 }  // namespace clm

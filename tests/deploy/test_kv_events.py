@@ -1,0 +1,120 @@
+"""KV events of one `clmcache serve`, read as a router would: a ZeroMQ
+subscriber decoding vLLM's schema sees consecutive sequence numbers, finds
+the gap left while it was stopped and fills it through the replay socket,
+and ends up knowing the blocks /stats reports."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import zmq
+
+from cluster import ClmServer, http
+from kv_event_schema import Holdings, decode_batch, decode_seq, replay
+
+TOPIC = "kv@pod-0@stories260K"
+
+
+def prompt(i: int) -> str:
+    return " ".join(f"Tom saw {i} red birds near the old mill and {i + k} more." for k in range(12))
+
+
+class Subscriber:
+    def __init__(self, ctx, endpoint: str):
+        self.sock = ctx.socket(zmq.SUB)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt_string(zmq.SUBSCRIBE, "kv@")
+        self.sock.connect(endpoint)
+
+    def drain(self, into: dict[int, bytes], wait_ms: int = 300) -> int:
+        n = 0
+        while self.sock.poll(wait_ms):
+            topic, seq, payload = self.sock.recv_multipart()
+            assert topic.decode() == TOPIC
+            into[decode_seq(seq)] = payload
+            n += 1
+        return n
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = ClmServer("events", tmp_path, ["-c", "512", "--kv-events-endpoint", "tcp://127.0.0.1:*",
+                                       "--kv-events-replay-endpoint", "tcp://127.0.0.1:*", "--kv-events-topic", TOPIC])
+    yield s
+    s.close()
+
+
+def complete(server, i: int):
+    status, body, _ = http(server.port, "POST", "/v1/completions",
+                           {"prompt": prompt(i), "max_tokens": 6, "temperature": 0})
+    assert status == 200, body
+
+
+def test_sequence_gaps_are_filled_by_replay_and_counts_match_stats(server):
+    bound = server.stats()["kv_events"]
+    assert bound["enabled"] and bound["topic"] == TOPIC
+    ctx = zmq.Context()
+    received: dict[int, bytes] = {}
+    sub = Subscriber(ctx, bound["endpoint"])
+    # The subscription reaches the publisher a moment after connect: send
+    # work until the first batch arrives (bounded).
+    i = 0
+    deadline = time.monotonic() + 30
+    while not received:
+        assert time.monotonic() < deadline, "no KV event reached the subscriber"
+        complete(server, i)
+        i += 1
+        sub.drain(received, 200)
+    for _ in range(4):
+        complete(server, i)
+        i += 1
+    sub.drain(received)
+    # It joined after the start: batch 0 (AllBlocksCleared, sent at start)
+    # was missed, and so is anything else before the subscription took.
+    first = min(received)
+    assert first > 0, "the start-up batch cannot have reached a late subscriber"
+    received.update(replay(ctx, bound["replay_endpoint"], 0))
+    assert sorted(received) == list(range(max(received) + 1)), "replay did not fill the start"
+
+    # The subscriber stops; what is published meanwhile is lost to it.
+    sub.close()
+    stopped_at = max(received)
+    for _ in range(4):
+        complete(server, i)
+        i += 1
+    assert server.stats()["kv_events"]["seq"] > stopped_at + 1, "nothing was published while it was stopped"
+    sub = Subscriber(ctx, bound["endpoint"])
+    after: dict[int, bytes] = {}
+    deadline = time.monotonic() + 30
+    while not after:
+        assert time.monotonic() < deadline, "the restarted subscriber got nothing"
+        complete(server, i)
+        i += 1
+        sub.drain(after, 200)
+    gap_from = stopped_at + 1
+    assert min(after) > gap_from, "a gap in the sequence numbers"
+    received.update(after)
+    received.update(replay(ctx, bound["replay_endpoint"], gap_from))
+    stats = server.settled_stats()
+    sub.drain(received)
+    sub.close()
+    ctx.term()
+
+    n = stats["kv_events"]["seq"]
+    assert sorted(received) == list(range(n)), "sequence numbers with holes after replay"
+    batches = [decode_batch(seq, received[seq]) for seq in range(n)]
+    assert batches[0].events[0].tag == "AllBlocksCleared"
+    holdings = Holdings()
+    for b in batches:
+        holdings.apply(b)
+    ev = stats["kv_events"]
+    assert ev["events_dropped"] == 0
+    assert ev["replay_requests"] == 2
+    assert holdings.stored == ev["blocks_stored"]
+    assert holdings.removed == ev["blocks_removed"]
+    assert holdings.removed.get("cpu", 0) > 0, "the pool never evicted: the test did not exercise BlockRemoved"
+    assert len(holdings.live["cpu"]) == stats["cache"]["prefix_blocks"] > 0
