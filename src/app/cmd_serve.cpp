@@ -21,6 +21,7 @@ namespace {
 struct ServeFlags {
   ServingFlags serving;
   double shutdown_grace_s = 10.0;
+  double shutdown_delay_s = 0.0;
   KvEventPublisherOptions kv_events;
   bool kv_events_topic_given = false;
 };
@@ -118,7 +119,7 @@ int serve(ServeFlags& f) {
     int sig = 0;
     sigwait(&signals, &sig);
     std::fprintf(stderr, "clmcache: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server.shutdown(f.shutdown_grace_s);
+    server.shutdown(f.shutdown_grace_s, f.shutdown_delay_s);
   });
   server.run();
   // run() also returns if listening failed; wake the waiter so it can finish.
@@ -146,6 +147,10 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shutdown-grace", flags->shutdown_grace_s,
                   "seconds in-flight requests may finish after SIGTERM before they are cancelled")
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--shutdown-delay", flags->shutdown_delay_s,
+                  "seconds after SIGTERM during which /health answers 503 but requests are still served, so that "
+                  "a load balancer's health checks take the server out first")
+      ->check(CLI::Range(0.0, 600.0));
   add_kv_event_flags(*cmd, flags->kv_events);
   cmd->callback([flags, cmd, &exit_code] {
     flags->kv_events_topic_given = cmd->count("--kv-events-topic") > 0;
