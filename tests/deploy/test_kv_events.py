@@ -54,21 +54,25 @@ def complete(server, i: int):
     assert status == 200, body
 
 
+def work_until_received(server, sub: Subscriber, into: dict[int, bytes], i: int) -> int:
+    """Sends completions until a batch reaches the subscriber (a subscription
+    takes effect a moment after connect); returns the next prompt number."""
+    deadline = time.monotonic() + 30
+    while not into:
+        assert time.monotonic() < deadline, "no KV event reached the subscriber"
+        complete(server, i)
+        i += 1
+        sub.drain(into, 200)
+    return i
+
+
 def test_sequence_gaps_are_filled_by_replay_and_counts_match_stats(server):
     bound = server.stats()["kv_events"]
     assert bound["enabled"] and bound["topic"] == TOPIC
     ctx = zmq.Context()
     received: dict[int, bytes] = {}
     sub = Subscriber(ctx, bound["endpoint"])
-    # The subscription reaches the publisher a moment after connect: send
-    # work until the first batch arrives (bounded).
-    i = 0
-    deadline = time.monotonic() + 30
-    while not received:
-        assert time.monotonic() < deadline, "no KV event reached the subscriber"
-        complete(server, i)
-        i += 1
-        sub.drain(received, 200)
+    i = work_until_received(server, sub, received, 0)
     for _ in range(4):
         complete(server, i)
         i += 1
@@ -89,12 +93,7 @@ def test_sequence_gaps_are_filled_by_replay_and_counts_match_stats(server):
     assert server.stats()["kv_events"]["seq"] > stopped_at + 1, "nothing was published while it was stopped"
     sub = Subscriber(ctx, bound["endpoint"])
     after: dict[int, bytes] = {}
-    deadline = time.monotonic() + 30
-    while not after:
-        assert time.monotonic() < deadline, "the restarted subscriber got nothing"
-        complete(server, i)
-        i += 1
-        sub.drain(after, 200)
+    i = work_until_received(server, sub, after, i)
     gap_from = stopped_at + 1
     assert min(after) > gap_from, "a gap in the sequence numbers"
     received.update(after)
