@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages clmcache needs: to build and run it, or
 # with --test also to build and run its tests (GoogleTest, the HTTP client,
-# Redis, HAProxy, Chromium, Node.js, pybind11, pytest and the Python ZeroMQ
-# and msgpack modules). Skips apt entirely when
+# Redis, HAProxy, Chromium, Node.js, pybind11, pytest and the Python ZeroMQ,
+# msgpack and CBOR modules). Skips apt entirely when
 # everything is already there.
 set -euo pipefail
 
@@ -18,7 +18,7 @@ if [ "${1:-}" = "--test" ]; then
     libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
     redis-server chromium
     pybind11-dev python3-dev python3-pytest python3-numpy
-    python3-zmq python3-msgpack haproxy
+    python3-zmq python3-msgpack python3-cbor2 haproxy
   )
   # The server's client tests (tests/app/node) need node and npm; a Node.js
   # installed some other way is kept.

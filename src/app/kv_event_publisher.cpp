@@ -74,6 +74,7 @@ KvEventPublisher::KvEventPublisher(const KvEventPublisherOptions& options, std::
   counters_.endpoint = sockets_->pub.get(zmq::sockopt::last_endpoint);
   if (sockets_->has_replay) counters_.replay_endpoint = sockets_->replay.get(zmq::sockopt::last_endpoint);
   counters_.topic = options_.topic;
+  if (vllm_block_hashes()) vllm_hashes_ = std::make_unique<KvEventVllmHashes>(options_.vllm_hash_seed);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -143,13 +144,15 @@ void KvEventPublisher::run() {
 }
 
 void KvEventPublisher::send_batch(std::vector<KvEvent>& taken) {
-  const std::vector<KvEvent> events = join_kv_events(std::move(taken));
+  std::vector<KvEvent> events = join_kv_events(std::move(taken));
+  if (vllm_hashes_) vllm_hashes_->translate(events);
   const std::string payload = encode_kv_event_batch(events, unix_seconds());
   uint64_t seq = 0;
   {
     std::lock_guard lock(mu_);
     seq = counters_.batches_published++;
     counters_.events_published += events.size();
+    if (vllm_hashes_) counters_.blocks_unhashable = vllm_hashes_->untranslated_blocks();
     for (const KvEvent& e : events) {
       if (e.kind == KvEventKind::Stored) counters_.blocks_stored[e.medium] += e.keys.size();
       else if (e.kind == KvEventKind::Removed) counters_.blocks_removed[e.medium] += e.keys.size();

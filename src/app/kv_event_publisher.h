@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/kv_event_vllm_hashes.h"
 #include "cache/kv_event.h"
 #include "util/error.h"
 
@@ -33,6 +34,11 @@ struct KvEventPublisherOptions {
   std::size_t max_queued_events = 100000;  // beyond it events are dropped
   std::size_t replay_batches = 10000;      // batches kept for replay
   std::size_t max_batch_events = 1024;     // events per batch at most
+  // Block hashes: clmcache's own keys, or vLLM's sha256_cbor hashes chained
+  // from vllm_hash_seed (its PYTHONHASHSEED), which a router can compute
+  // from a prompt (kv_event_vllm_hashes.h).
+  std::string block_hash = "clmcache";  // or "vllm"
+  std::string vllm_hash_seed;
 };
 
 struct KvEventCounters {
@@ -46,6 +52,7 @@ struct KvEventCounters {
   std::map<std::string, uint64_t> blocks_stored;   // by medium
   std::map<std::string, uint64_t> blocks_removed;  // by medium
   uint64_t clears = 0;
+  uint64_t blocks_unhashable = 0;  // vLLM hashes: blocks whose parent's hash was not known (not sent)
 };
 
 class KvEventPublisher : public KvEventSink {
@@ -59,6 +66,7 @@ class KvEventPublisher : public KvEventSink {
 
   void publish(KvEvent event) override;
   KvEventCounters counters() const;
+  bool vllm_block_hashes() const { return options_.block_hash == "vllm"; }
   // Waits until everything queued so far has been sent (tests, benchmarks).
   void flush();
 
@@ -71,6 +79,7 @@ class KvEventPublisher : public KvEventSink {
 
   KvEventPublisherOptions options_;
   std::unique_ptr<Sockets> sockets_;  // used by the thread alone once it runs
+  std::unique_ptr<KvEventVllmHashes> vllm_hashes_;  // the thread's too; null: clmcache's keys
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::vector<KvEvent> queue_;

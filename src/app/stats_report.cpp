@@ -104,7 +104,9 @@ json kv_events_json(const KvEventPublisher* publisher) {
           {"replay_requests", c.replay_requests},
           {"blocks_stored", c.blocks_stored},
           {"blocks_removed", c.blocks_removed},
-          {"clears", c.clears}};
+          {"clears", c.clears},
+          {"block_hash", publisher->vllm_block_hashes() ? "vllm_sha256_cbor" : "clmcache"},
+          {"blocks_unhashable", c.blocks_unhashable}};
 }
 
 }  // namespace

@@ -117,3 +117,59 @@ def test_sequence_gaps_are_filled_by_replay_and_counts_match_stats(server):
     assert holdings.removed == ev["blocks_removed"]
     assert holdings.removed.get("cpu", 0) > 0, "the pool never evicted: the test did not exercise BlockRemoved"
     assert len(holdings.live["cpu"]) == stats["cache"]["prefix_blocks"] > 0
+
+
+def vllm_hash_chain(seed: str, tokens: list[int], block_size: int) -> list[int]:
+    """vLLM's sha256_cbor block hashes of the full blocks of `tokens`, as a
+    router computes them (cbor2 and hashlib, nothing of clmcache's): each
+    is SHA-256 of canonical CBOR (parent digest, tuple of tokens, None), the
+    first parent SHA-256 of the CBOR of the seed; the low 64 bits."""
+    import hashlib
+
+    import cbor2
+
+    def sha256_cbor(obj) -> bytes:
+        return hashlib.sha256(cbor2.dumps(obj, canonical=True)).digest()
+
+    parent = sha256_cbor(seed)
+    out = []
+    for b in range(len(tokens) // block_size):
+        parent = sha256_cbor((parent, tuple(tokens[b * block_size:(b + 1) * block_size]), None))
+        out.append(int.from_bytes(parent, "big") & (2**64 - 1))
+    return out
+
+
+def test_vllm_block_hashes_match_what_a_router_computes(tmp_path):
+    server = ClmServer("vllm-hashes", tmp_path, ["-c", "512", "--kv-events-endpoint", "tcp://127.0.0.1:*",
+                                                 "--kv-events-replay-endpoint", "tcp://127.0.0.1:*",
+                                                 "--kv-events-block-hash", "vllm", "--kv-events-hash-seed", "0"])
+    try:
+        first = [(7 * i) % 400 + 3 for i in range(100)]  # token ids: 3 full blocks of 32 and 4 more
+        second = first[:64] + [(11 * i) % 400 + 3 for i in range(70)]  # shares 2 blocks, then its own
+        for prompt in (first, second):
+            status, body, _ = http(server.port, "POST", "/v1/completions",
+                                   {"prompt": prompt, "max_tokens": 1, "temperature": 0})
+            assert status == 200, body
+        stats = server.settled_stats()
+        assert stats["kv_events"]["block_hash"] == "vllm_sha256_cbor"
+        assert stats["kv_events"]["blocks_unhashable"] == 0
+        ctx = zmq.Context()
+        got = replay(ctx, stats["kv_events"]["replay_endpoint"], 0)
+        ctx.term()
+        stored = [e for seq in sorted(got) for e in decode_batch(seq, got[seq]).events
+                  if e.tag == "BlockStored" and e.fields["medium"] == "cpu"]
+        announced = [h for e in stored for h in e.fields["block_hashes"]]
+        block_size = stored[0].fields["block_size"]
+        want_first = vllm_hash_chain("0", first, block_size)
+        want_second = vllm_hash_chain("0", second, block_size)
+        assert announced == want_first + want_second[2:]
+        # Each event names its first block's parent: none for a prompt's
+        # first block, else the block before it (how blocks fall into events
+        # depends on when the publisher woke).
+        chain = {h: p for p, h in zip([None] + want_first, want_first)}
+        chain.update({h: p for p, h in zip([None] + want_second, want_second)})
+        for e in stored:
+            assert e.fields["parent_block_hash"] == chain[e.fields["block_hashes"][0]]
+        assert any(e.fields["parent_block_hash"] == want_second[1] for e in stored), "no event chains off the shared block"
+    finally:
+        server.close()
