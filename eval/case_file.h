@@ -3,21 +3,22 @@
 // name of its own is named after its path.
 #pragma once
 
-#include <fstream>
-#include <sstream>
+#include <cstddef>
 #include <string>
 
+#include "util/bounded_file.h"
 #include "util/error.h"
 
 namespace clm {
 
+// Case sets are JSON of some MiB at most; far past that a file is a mistake.
+inline constexpr std::size_t kMaxCaseFileBytes = 64 * kMiB;
+
 template <class CaseSet, class Parse>
 Result<CaseSet> load_case_file(const std::string& path, Parse parse) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read cases file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Result<CaseSet> set = parse(ss.str());
+  auto text = read_bounded_file(path, kMaxCaseFileBytes, "cases file");
+  if (!text) return std::unexpected(text.error());
+  Result<CaseSet> set = parse(*text);
   if (!set) return fail("cases file " + path + ": " + set.error().message);
   if (set->name.empty()) set->name = path;
   return set;

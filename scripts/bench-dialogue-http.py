@@ -48,10 +48,17 @@ HTTP figures can be held against it and against the prefill rate.
       --llama-server-bin LLAMA_CPP_BUILD/bin/llama-server --model m110m-q8_0.gguf \\
       --sessions 1,8,32,64 --rounds 2 -t 2 --in-process --json-out dialogue-http.json
 
+--dashboard-ab measures clmcache twice per round and N, without and with a
+client polling GET /dashboard/data every --dashboard-poll-s seconds (as the
+dashboard page does, every 1.5 s) while the sessions run, alternating
+which goes first, and prints the ratio of generated tokens per second
+(polled / not polled), per round and as the median.
+
 --self-test makes a tiny synthetic model, runs 2 sessions over a 64-token
 system prompt against clmcache alone, and fails unless every turn streamed
-exactly its tokens, the system prompt was reused and the server's counters
-agree with the replies' usage (a few seconds; CTest runs it).
+exactly its tokens, the system prompt was reused, the server's counters
+agree with the replies' usage and a second run with the dashboard polled
+got its every poll answered (a few seconds; CTest runs it).
 """
 import argparse
 import http.client
@@ -245,8 +252,42 @@ def run_session(server, workload, i, timeout, start, out):
         out[i] = {"turns": turns, "error": f"{type(e).__name__}: {e}"}
 
 
-def measure(server, workload, n, args):
-    """Primes the system prompt, then runs n sessions at once."""
+class DashboardPoller:
+    """GETs /dashboard/data every `interval` seconds until stopped, as the
+    dashboard page does; counts the polls and their failures."""
+
+    def __init__(self, port, interval):
+        self.port, self.interval = port, interval
+        self.polls, self.failures, self.bytes = 0, 0, 0
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while not self.stopping.is_set():
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            try:
+                conn.request("GET", "/dashboard/data")
+                response = conn.getresponse()
+                body = response.read()
+                self.polls += 1
+                self.bytes += len(body)
+                if response.status != 200:
+                    self.failures += 1
+            except (OSError, http.client.HTTPException):
+                self.failures += 1
+            finally:
+                conn.close()
+            self.stopping.wait(self.interval)
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+
+
+def measure(server, workload, n, args, poll_dashboard=False):
+    """Primes the system prompt, then runs n sessions at once (with a
+    dashboard poller beside them when asked)."""
     prime = stream_turn(server, workload.system, 1, args.request_timeout)
     counter_before = server.computed_counter(1)
     out = [None] * n
@@ -257,11 +298,14 @@ def measure(server, workload, n, args):
                for i in range(n)]
     for t in threads:
         t.start()
+    poller = DashboardPoller(server.port, args.dashboard_poll_s) if poll_dashboard else None
     start.wait()
     t0 = time.perf_counter()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    if poller:
+        poller.stop()
     counter_after = server.computed_counter(1 + n * workload.turns)
     turns = [t for s in out for t in s["turns"]]
     errors = [s["error"] for s in out if "error" in s]
@@ -278,6 +322,10 @@ def measure(server, workload, n, args):
         "server_counter_computed": None if counter_before is None else counter_after - counter_before,
         "prime_prompt_computed": prime["prompt_computed"],
         "failed_sessions": len(errors), "errors": errors[:5],
+        "dashboard_polled": poll_dashboard,
+        "dashboard_polls": poller.polls if poller else 0,
+        "dashboard_poll_failures": poller.failures if poller else 0,
+        "dashboard_bytes": poller.bytes if poller else 0,
         "turns": [{"session": i, "turn": k, "prompt_tokens": t["prompt_tokens"], "ttft_ms": t["ttft_s"] * 1e3,
                    "seconds": t["seconds"], "prompt_computed": t["prompt_computed"], "timings": t.get("timings")}
                   for i, s in enumerate(out) for k, t in enumerate(s["turns"])],
@@ -313,28 +361,62 @@ def vocabulary(args):
 
 
 def run_rounds(args, counts, workload):
-    servers = [Clmcache] + ([LlamaServer] if args.llama_server_bin else [])
+    # (server, dashboard polled): clmcache twice with --dashboard-ab.
+    servers = [(Clmcache, False)] + ([(Clmcache, True)] if args.dashboard_ab else []) + \
+        ([(LlamaServer, False)] if args.llama_server_bin else [])
     raw, scaling = [], []
     for r in range(args.rounds):
         order = servers if r % 2 == 0 else servers[::-1]
         if args.in_process:
             scaling.append(in_process(args, counts))
         for n in counts:
-            for kind in order:
+            for kind, polled in order:
                 if kind is LlamaServer and args.llama_sessions and n not in args.llama_sessions:
                     continue
                 server = kind(args, n)
                 try:
-                    m = measure(server, workload, n, args)
+                    m = measure(server, workload, n, args, poll_dashboard=polled)
                 finally:
                     server.stop()
                 m["round"] = r
                 raw.append(m)
-                print(f"round {r} {m['server']:>12} N={n:<3} {m['generated_tokens_per_s']:8.1f} tok/s, "
+                polled_note = f" (dashboard polled {m['dashboard_polls']}x)" if polled else ""
+                print(f"round {r} {m['server']:>12}{polled_note} N={n:<3} {m['generated_tokens_per_s']:8.1f} tok/s, "
                       f"TTFT p50 {m['ttft_p50_ms'] or float('nan'):8.1f} ms p95 {m['ttft_p95_ms'] or float('nan'):8.1f} ms, "
                       f"prompt computed {m['prompt_tokens_computed']}, failed sessions {m['failed_sessions']}",
                       file=sys.stderr, flush=True)
     return raw, scaling
+
+
+def dashboard_ab(raw, counts):
+    """Per N: tokens per second polled / not polled, per round and median."""
+    out = []
+    for n in counts:
+        rounds = sorted({m["round"] for m in raw if m["sessions"] == n})
+        ratios = []
+        for r in rounds:
+            pair = {m["dashboard_polled"]: m for m in raw
+                    if m["server"] == "clmcache" and m["sessions"] == n and m["round"] == r}
+            if True in pair and False in pair:
+                ratios.append(pair[True]["generated_tokens_per_s"] / pair[False]["generated_tokens_per_s"])
+        polls = [m for m in raw if m["sessions"] == n and m["dashboard_polled"]]
+        out.append({"sessions": n, "ratios": ratios, "median_ratio": statistics.median(ratios) if ratios else None,
+                    "polls": sum(m["dashboard_polls"] for m in polls),
+                    "poll_failures": sum(m["dashboard_poll_failures"] for m in polls),
+                    "mean_answer_bytes": (sum(m["dashboard_bytes"] for m in polls) /
+                                          max(1, sum(m["dashboard_polls"] for m in polls)))})
+    return out
+
+
+def dashboard_ab_markdown(rows):
+    out = ["| sessions | tok/s polled / not polled, per round | median | polls (failed) | answer bytes |",
+           "|---:|---|---:|---:|---:|"]
+    for r in rows:
+        per_round = ", ".join(f"{x:.3f}" for x in r["ratios"])
+        median = "" if r["median_ratio"] is None else f"{r['median_ratio']:.3f}"
+        out.append(f"| {r['sessions']} | {per_round} | {median} | {r['polls']} ({r['poll_failures']}) | "
+                   f"{r['mean_answer_bytes']:.0f} |")
+    return "\n".join(out)
 
 
 def median_of(rows, key):
@@ -347,7 +429,7 @@ def summarize(raw, scaling, counts):
     for n in counts:
         row = {"sessions": n}
         for kind in ("clmcache", "llama-server"):
-            ms = [m for m in raw if m["server"] == kind and m["sessions"] == n]
+            ms = [m for m in raw if m["server"] == kind and m["sessions"] == n and not m.get("dashboard_polled")]
             if ms:
                 row[kind] = {k: median_of(ms, k) for k in ("generated_tokens_per_s", "ttft_p50_ms", "ttft_p95_ms",
                                                            "prompt_tokens_computed")}
@@ -413,11 +495,15 @@ def self_test(args):
         args.model = os.path.join(d, "tiny.gguf")
         subprocess.run([args.clmcache_bin, "make-model", "-o", args.model], check=True, capture_output=True)
         args.system_tokens, args.rounds, args.llama_server_bin, args.in_process = 64, 1, None, False
+        args.dashboard_ab = True
         vocab, bos = vocabulary(args)
         workload = Workload(args, vocab, bos)
         raw, _ = run_rounds(args, [2], workload)
     m = raw[0]
     faults = []
+    polled = [x for x in raw if x["dashboard_polled"]]
+    if len(polled) != 1 or polled[0]["dashboard_polls"] < 1 or polled[0]["dashboard_poll_failures"]:
+        faults.append(f"the dashboard poller: {[(x['dashboard_polls'], x['dashboard_poll_failures']) for x in polled]}")
     if m["failed_sessions"]:
         faults.append(f"failed sessions: {m['errors']}")
     want = 2 * args.turns * args.reply_tokens
@@ -472,6 +558,9 @@ def main():
     ap.add_argument("--start-timeout", type=float, default=300)
     ap.add_argument("--request-timeout", type=float, default=600)
     ap.add_argument("--json-out", help="write every raw measurement here")
+    ap.add_argument("--dashboard-ab", action="store_true",
+                    help="also measure clmcache with GET /dashboard/data polled during the sessions (see above)")
+    ap.add_argument("--dashboard-poll-s", type=float, default=1.0, help="seconds between dashboard polls")
     ap.add_argument("--self-test", action="store_true", help="the bounded check CTest runs (see above)")
     ap.add_argument("--table-from", metavar="JSON", help="print the table of an earlier --json-out and exit")
     args = ap.parse_args()
@@ -479,6 +568,8 @@ def main():
         ap.error("--llama-sessions must be among --sessions")
     args.clmcache_args = args.clmcache_args.split()
     args.llama_server_args = args.llama_server_args.split()
+    if args.dashboard_poll_s <= 0:
+        ap.error("--dashboard-poll-s must be positive")
     if args.rounds < 1 or args.system_tokens < 2 or args.turns < 1 or args.user_tokens < 1 or args.reply_tokens < 1:
         ap.error("--rounds, --turns, --user-tokens and --reply-tokens must be positive, --system-tokens at least 2")
     if args.table_from:
@@ -501,13 +592,18 @@ def main():
     raw, scaling = run_rounds(args, args.sessions, workload)
     rows, prefill = summarize(raw, scaling, args.sessions)
     print(markdown(rows, prefill, args.rounds))
+    ab = dashboard_ab(raw, args.sessions) if args.dashboard_ab else None
+    if ab:
+        print()
+        print(dashboard_ab_markdown(ab))
     if args.json_out:
         result = {"model": os.path.basename(args.model), "threads": args.threads,
                   "llama_threads": args.llama_threads or args.threads, "rounds": args.rounds,
                   "workload": {"system_tokens": args.system_tokens, "turns": args.turns,
                                "user_tokens": args.user_tokens, "reply_tokens": args.reply_tokens,
                                "seed": args.seed, "vocab": vocab, "slot_tokens": slot_tokens(args)},
-                  "prefill32_tokens_per_s": prefill, "rows": rows, "in_process": scaling, "raw": raw}
+                  "prefill32_tokens_per_s": prefill, "rows": rows, "in_process": scaling, "raw": raw,
+                  "dashboard_ab": ab}
         with open(args.json_out, "w") as f:
             json.dump(result, f, indent=1)
         print(f"wrote {args.json_out}", file=sys.stderr)

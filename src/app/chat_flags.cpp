@@ -1,8 +1,7 @@
 #include "app/chat_flags.h"
+#include "util/bounded_file.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 namespace clm {
 
@@ -14,13 +13,8 @@ void add_chat_template_flags(CLI::App& cmd, ChatTemplateFlags& flags) {
                  "a Jinja chat template to use instead of the model's");
 }
 
-Result<std::string> read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail("cannot read " + path);
-  return ss.str();
+Result<std::string> read_template_file(const std::string& path) {
+  return read_bounded_file(path, kMaxTemplateFileBytes, "template file");
 }
 
 Result<ChatRenderer> open_chat_renderer(const ChatTemplateFlags& flags, const GgufFile& file,
@@ -28,7 +22,7 @@ Result<ChatRenderer> open_chat_renderer(const ChatTemplateFlags& flags, const Gg
   ChatRendererChoice choice;
   choice.format = flags.format;
   if (!flags.template_file.empty()) {
-    auto source = read_text_file(flags.template_file);
+    auto source = read_template_file(flags.template_file);
     if (!source) return fail("--chat-template-file: " + source.error().message);
     choice.template_source = std::move(*source);
   }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -21,8 +22,10 @@ struct ChatTemplateFlags {
 
 void add_chat_template_flags(CLI::App& cmd, ChatTemplateFlags& flags);
 
-// The whole file as text.
-Result<std::string> read_text_file(const std::string& path);
+// A chat template file's text, refused past this size (real templates are a
+// few KiB) or when it is not a regular file.
+inline constexpr std::size_t kMaxTemplateFileBytes = 1u << 20;
+Result<std::string> read_template_file(const std::string& path);
 
 // Reads the template file and chooses the renderer; a fallback from the
 // model's template to a hand-written format is told in *warning.

@@ -1,9 +1,7 @@
 // `clmcache run`: generate a continuation of one prompt, streamed as text or
 // printed as one JSON object.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -12,10 +10,14 @@
 #include "app/openai_response.h"
 #include "util/float_decimal.h"
 #include "util/hex.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
 namespace {
+
+// A prompt of a million tokens is a few MiB of text; past this it is a mistake.
+constexpr std::size_t kMaxPromptFileBytes = 64 * kMiB;
 
 struct RunFlags {
   EngineFlags engine;
@@ -33,14 +35,12 @@ struct RunFlags {
 int run(const RunFlags& f) {
   std::string prompt = f.prompt;
   if (!f.prompt_file.empty()) {
-    std::ifstream in(f.prompt_file, std::ios::binary);
-    if (!in) {
-      std::fprintf(stderr, "clmcache: cannot read prompt file %s\n", f.prompt_file.c_str());
+    auto text = read_bounded_file(f.prompt_file, kMaxPromptFileBytes, "prompt file");
+    if (!text) {
+      std::fprintf(stderr, "clmcache: %s\n", text.error().message.c_str());
       return 1;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    prompt = ss.str();
+    prompt = std::move(*text);
   }
   EngineFlags engine_flags = f.engine;
   engine_flags.options.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch

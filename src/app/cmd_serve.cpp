@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include "app/api_key.h"
 #include "app/commands.h"
 #include "app/http_server.h"
 #include "app/kv_event_flags.h"
@@ -20,6 +21,7 @@ namespace {
 
 struct ServeFlags {
   ServingFlags serving;
+  std::string api_key_file;
   double shutdown_grace_s = 10.0;
   double shutdown_delay_s = 0.0;
   KvEventPublisherOptions kv_events;
@@ -59,6 +61,24 @@ int serve(ServeFlags& f) {
   std::signal(SIGHUP, SIG_IGN);
   ServingFlags& sf = f.serving;
   raise_open_file_limit(sf.server.limits);
+  if (!f.api_key_file.empty()) {
+    auto keys = read_api_key_file(f.api_key_file);
+    if (!keys) {
+      std::fprintf(stderr, "clmcache: %s\n", keys.error().message.c_str());
+      return 1;
+    }
+    sf.server.api_keys.insert(sf.server.api_keys.end(), keys->begin(), keys->end());
+  }
+  for (const std::string& key : sf.server.api_keys) {
+    if (key.empty()) {
+      std::fprintf(stderr, "clmcache: an API key may not be empty\n");
+      return 1;
+    }
+  }
+  if (sf.server.namespace_per_api_key && sf.server.api_keys.empty()) {
+    std::fprintf(stderr, "clmcache: --namespace-per-api-key needs --api-key or --api-key-file\n");
+    return 1;
+  }
   if (auto checked = check_serving_flags(sf); !checked) {
     std::fprintf(stderr, "clmcache: %s\n", checked.error().message.c_str());
     return 1;
@@ -140,7 +160,14 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--host", s.host, "address to listen on");
   cmd->add_option("--port", s.port, "port to listen on (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' (except on / and /health)");
+  cmd->add_option("--api-key", s.api_keys,
+                  "require 'Authorization: Bearer KEY' (except on /, /dashboard and /health); repeatable: any one "
+                  "is accepted")
+      ->allow_extra_args(false);
+  cmd->add_option("--api-key-file", flags->api_key_file, "more keys, one a line ('#' starts a comment)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--namespace-per-api-key", s.namespace_per_api_key,
+                "each key's requests share no cached K/V with another key's (in RAM or any tier)");
   add_http_limit_flags(*cmd, s.limits);
   cmd->add_option("--cors-origin", s.cors_origins,
                   "an origin (scheme://host[:port]) whose pages may call the API, or '*'; repeatable");

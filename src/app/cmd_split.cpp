@@ -1,9 +1,6 @@
 // `clmcache split -f FILE`: shows how the semantic splitter cuts a prompt
 // into typed blocks, in the model's tokens, as a table or as JSON.
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +11,7 @@
 #include "model/utf8.h"
 #include "text/split_rules_file.h"
 #include "text/token_alignment.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
@@ -58,16 +56,7 @@ std::string preview(std::string_view bytes) {
 }
 
 Result<std::string> read_prompt(const std::string& path, std::size_t limit) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return fail("cannot read " + path + ": " + ec.message());
-  if (size > limit)
-    return fail(path + " has " + std::to_string(size) + " bytes; the splitter takes at most " + std::to_string(limit));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot open " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_bounded_file(path, limit, "input file");
 }
 
 struct SplitResult {

@@ -15,6 +15,7 @@
 #include "model/gguf.h"
 #include "model/jinja/template.h"
 #include "model/tokenizer.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
@@ -32,9 +33,12 @@ int report(const std::string& message) {
   return 1;
 }
 
+// A context (or a batch of them) is JSON of a few KiB; far past that it is a mistake.
+constexpr std::size_t kMaxContextBytes = 16 * kMiB;
+
 Result<std::string> read_input(const std::string& path) {
-  if (path != "-") return read_text_file(path);
-  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  if (path != "-") return read_bounded_file(path, kMaxContextBytes, "context file");
+  return read_bounded_stdin(kMaxContextBytes, "the context on standard input");
 }
 
 // The template's output for one JSON context, defaults filled in.
@@ -79,7 +83,7 @@ int render(const TemplateFlags& f) {
   std::string source;
   jinja::Dict defaults;  // what the context does not say
   if (!f.template_file.empty()) {
-    auto text = read_text_file(f.template_file);
+    auto text = read_template_file(f.template_file);
     if (!text) return report(text.error().message);
     source = std::move(*text);
   }

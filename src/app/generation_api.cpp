@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "app/cache_namespace.h"
+
 namespace clm {
 
 namespace {
@@ -14,22 +16,16 @@ std::size_t prompt_bytes(const GenerationRequest& r) {
   return n;
 }
 
-// How many logprob entries (chosen token plus alternatives) the response
-// can carry at most: each generated token, and with echo every prompt token.
-std::size_t logprob_entries_bound(const GenerationRequest& r, int n_ctx) {
-  if (!r.logprobs) return 0;
-  const std::size_t tokens = static_cast<std::size_t>(r.max_tokens) + (r.echo ? static_cast<std::size_t>(n_ctx) : 0);
-  return tokens * (1 + static_cast<std::size_t>(r.top_logprobs));
-}
-
 }  // namespace
 
 std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerContext& ctx, ApiEndpoint endpoint,
                                                                         const nlohmann::json& body,
-                                                                        TokenStream::ReadyCallback on_ready) {
+                                                                        TokenStream::ReadyCallback on_ready,
+                                                                        std::string_view api_key_scope) {
   auto request = endpoint == ApiEndpoint::Chat ? parse_chat_request(body, ctx.options.defaults)
                                                : parse_completion_request(body, ctx.options.defaults);
   if (!request) return std::unexpected(request.error());
+  request->cache_namespace = cache_namespace_for(api_key_scope, request->cache_salt);
   const std::string param = endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
   const std::size_t max_prompt = ctx.options.limits.max_prompt_bytes;
   if (prompt_bytes(*request) > max_prompt)
@@ -38,13 +34,6 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerC
                                                    " bytes; this server takes at most " + std::to_string(max_prompt) +
                                                    " (more than its context can hold)",
                                                "context_length_exceeded"));
-  const std::size_t max_entries = ctx.options.limits.max_logprob_entries;
-  if (logprob_entries_bound(*request, ctx.engine.options().n_ctx) > max_entries)
-    return std::unexpected(invalid_field_error("top_logprobs",
-                                               "logprobs for this many tokens and alternatives could exceed " +
-                                                   std::to_string(max_entries) +
-                                                   " entries; ask for fewer max_tokens or top_logprobs",
-                                               "logprobs_too_large"));
   return GenerationJob::start(ctx, std::move(*request), std::move(on_ready));
 }
 

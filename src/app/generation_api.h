@@ -6,6 +6,7 @@
 
 #include <expected>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,10 +20,13 @@ namespace clm {
 
 // Parses body for the endpoint, checks it against the server's limits
 // (prompt bytes, logprob entries) and starts its generation; on_ready as in
-// GenerationJob::start. Refusals carry their HTTP status.
+// GenerationJob::start. Refusals carry their HTTP status. api_key_scope:
+// the API key the request came with when each key has its own cache
+// namespace (--namespace-per-api-key), else empty.
 std::expected<std::unique_ptr<GenerationJob>, ApiError> start_generation(ServerContext& ctx, ApiEndpoint endpoint,
                                                                         const nlohmann::json& body,
-                                                                        TokenStream::ReadyCallback on_ready = {});
+                                                                        TokenStream::ReadyCallback on_ready = {},
+                                                                        std::string_view api_key_scope = {});
 
 // The whole response of a job that is done(): with echo, the prompt's text
 // and logprobs come first; `generated` are the logprobs its steps carried.

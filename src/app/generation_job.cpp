@@ -1,13 +1,26 @@
 #include "app/generation_job.h"
 
+#include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <limits>
+
+#include "app/cache_namespace.h"
 
 namespace clm {
 
 namespace {
 
 std::string endpoint_path(ApiEndpoint e) { return e == ApiEndpoint::Chat ? "/v1/chat/completions" : "/v1/completions"; }
+
+// How many logprob entries (chosen token plus alternatives) the response
+// can carry at most: each generated token, and with echo each token of the
+// prompt as tokenized (a prompt under a KV budget may be far past n_ctx).
+std::size_t logprob_entries_bound(const GenerationRequest& r, std::size_t prompt_tokens) {
+  if (!r.logprobs) return 0;
+  const std::size_t tokens = static_cast<std::size_t>(r.max_tokens) + (r.echo ? prompt_tokens : 0);
+  return tokens * (1 + static_cast<std::size_t>(r.top_logprobs));
+}
 
 }  // namespace
 
@@ -60,8 +73,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                        param, "context_length_exceeded"));
     // Without a session the bounded encoding is the prompt (it is exactly
     // encode's); a session may reuse the ids of its last turn instead.
-    job->prompt_ = r.session_id.empty() ? std::move(bounded.tokens)
-                                        : ctx.sessions.prompt_tokens(r.session_id, prompt, tok).tokens;
+    job->prompt_ = r.session_id.empty()
+                       ? std::move(bounded.tokens)
+                       : ctx.sessions.prompt_tokens(scoped_session_id(r.cache_namespace, r.session_id), prompt, tok)
+                             .tokens;
   }
   if (job->prompt_.empty())
     return std::unexpected(invalid_field_error(param, "the prompt is empty and the model adds no BOS token"));
@@ -70,6 +85,13 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                      "the prompt is " + std::to_string(job->prompt_.size()) +
                                          " tokens; this server's context holds " + std::to_string(n_ctx),
                                      param, "context_length_exceeded"));
+  const std::size_t max_entries = ctx.options.limits.max_logprob_entries;
+  if (logprob_entries_bound(r, job->prompt_.size()) > max_entries)
+    return std::unexpected(invalid_field_error("top_logprobs",
+                                               "logprobs for this many tokens and alternatives could exceed " +
+                                                   std::to_string(max_entries) +
+                                                   " entries; ask for fewer max_tokens or top_logprobs",
+                                               "logprobs_too_large"));
   Scheduler& scheduler = ctx.engine.scheduler();
 
   Request sr;
@@ -80,6 +102,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.prompt_logprobs_from = r.logprob_start_len.value_or(-1);
   sr.reuse = r.reuse;
+  sr.cache_namespace = r.cache_namespace;
   sr.block_strategy = r.block_strategy;
   sr.kv_budget_tokens = r.kv_budget_tokens;
   sr.evict_positions = r.evict_positions;
@@ -179,11 +202,31 @@ void GenerationJob::finish() {
   ctx_.metrics.record_generation(endpoint_path(request_.endpoint), static_cast<int>(prompt_.size()),
                                  summary_.cached_tokens, summary_.reuse, consumed_, summary_.total_s,
                                  consumed_ > 0 ? summary_.time_to_first_token_s : -1.0);
+  record_for_dashboard();
   if (!error_ && !request_.session_id.empty() && request_.prompt_ids.empty()) {
     std::vector<int32_t> turn = prompt_;
     turn.insert(turn.end(), generated_.begin(), generated_.end());
-    ctx_.sessions.remember(request_.session_id, prompt_text_ + raw_text_, std::move(turn));
+    ctx_.sessions.remember(scoped_session_id(request_.cache_namespace, request_.session_id), prompt_text_ + raw_text_, std::move(turn));
   }
+}
+
+void GenerationJob::record_for_dashboard() {
+  DashboardRequest r;
+  r.id = summary_.id;
+  r.endpoint = endpoint_path(request_.endpoint);
+  r.finished_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx_.started).count();
+  r.prompt_tokens = static_cast<int>(prompt_.size());
+  r.generated_tokens = consumed_;
+  r.usage = summary_.reuse;
+  r.map = summary_.reuse_map;
+  const Tokenizer& tok = ctx_.engine.model().tokenizer();
+  // A request in a namespace of its own (a cache_salt, a per-key namespace)
+  // keeps its text from whoever else may read the dashboard: its map is
+  // drawn without it.
+  const std::size_t shown = request_.cache_namespace != 0 ? 0 : std::min(prompt_.size(), kDashboardTokensShown);
+  r.token_text.reserve(shown);
+  for (std::size_t i = 0; i < shown; ++i) r.token_text.push_back(tok.token_to_piece(prompt_[i]));
+  ctx_.dashboard.add_request(std::move(r));
 }
 
 std::optional<FinishDetails> GenerationJob::finish_details() const {

@@ -71,6 +71,8 @@ class GenerationJob {
   // The step for one token, or for the end of the stream (nullopt).
   Step take(std::optional<TokenEvent> ev);
   void finish();
+  // Hands the finished request's reuse map to the dashboard's history.
+  void record_for_dashboard();
   // How a token appears in logprobs: its text, or token_id:N when asked.
   TokenLogprob logprob_entry(int32_t id, std::optional<float> logprob,
                              const std::vector<std::pair<int32_t, float>>& top) const;

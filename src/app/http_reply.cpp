@@ -21,4 +21,11 @@ HttpResponse error_response(const ApiError& error) {
   return res;
 }
 
+HttpResponse html_response(std::string_view page) {
+  HttpResponse res;
+  res.content_type = "text/html; charset=utf-8";
+  res.body = std::string(page);
+  return res;
+}
+
 }  // namespace clm

@@ -11,6 +11,7 @@
 
 #include "app/http_reply.h"
 #include "app/http_session.h"
+#include "app/routes_dashboard.h"
 #include "app/routes_generation.h"
 #include "app/routes_info.h"
 #include "app/routes_tokenize.h"
@@ -39,15 +40,17 @@ constexpr auto kTrimCheckPeriod = std::chrono::seconds(1);
 struct HttpServer::Impl {
   Impl(Engine& engine, ServerOptions options, ChatRenderer chat)
       : ctx(engine, std::move(options), std::move(chat)),
-        policy{ctx.options.host, !ctx.options.api_key.empty(), ctx.options.cors_origins},
+        policy{ctx.options.host, !ctx.options.api_keys.empty(), ctx.options.cors_origins},
         trim(ctx.options.limits.memory_trim_bytes),
         handlers(static_cast<std::size_t>(ctx.options.limits.handler_threads)),
         shared{ctx, routes, policy, handlers, trim},
         acceptor(io),
-        trim_timer(io) {
+        trim_timer(io),
+        dashboard_timer(io) {
     register_info_routes(routes, ctx);
     register_generation_routes(routes, ctx);
     register_tokenize_routes(routes, ctx);
+    register_dashboard_routes(routes, ctx);
   }
 
   void accept() {
@@ -84,6 +87,18 @@ struct HttpServer::Impl {
     });
   }
 
+  // The dashboard's history gets a sample each period, taken on an I/O
+  // thread from the snapshot /stats reads: the scheduler only copies its
+  // counters under its lock, as it does for every /stats.
+  void schedule_dashboard_sample() {
+    dashboard_timer.expires_after(std::chrono::seconds(kDashboardSampleSeconds));
+    dashboard_timer.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      ctx.dashboard.add_sample(take_dashboard_sample(ctx));
+      schedule_dashboard_sample();
+    });
+  }
+
   // Declared after what sessions refer to, so that sessions still queued in
   // the handler pool or the event loop go first when the server does.
   ServerContext ctx;
@@ -95,6 +110,7 @@ struct HttpServer::Impl {
   SessionShared shared;
   tcp::acceptor acceptor;
   asio::steady_timer trim_timer;
+  asio::steady_timer dashboard_timer;
   const std::string too_many_answer = too_many_connections_answer();
 };
 
@@ -129,6 +145,8 @@ void HttpServer::run() {
   Impl& m = *impl_;
   m.accept();
   m.schedule_trim();
+  m.ctx.dashboard.add_sample(take_dashboard_sample(m.ctx));
+  m.schedule_dashboard_sample();
   std::vector<std::thread> extra;
   for (int i = 1; i < m.ctx.options.limits.io_threads; ++i) extra.emplace_back([&m] { m.io.run(); });
   m.io.run();
@@ -159,6 +177,7 @@ void HttpServer::shutdown(double grace_s, double delay_s) {
     boost::system::error_code ignored;
     m.acceptor.close(ignored);
     m.trim_timer.cancel();
+    m.dashboard_timer.cancel();
   });
   m.io.stop();
 }

@@ -20,15 +20,17 @@ namespace {
 
 // A bounded label set for clmcache_requests_total: unknown paths are "other".
 std::string endpoint_label(const std::string& path) {
-  static const char* kKnown[] = {"/", "/health", "/v1/models", "/stats", "/metrics", "/v1/completions",
-                                 "/v1/chat/completions", "/tokenize", "/detokenize"};
+  static const char* kKnown[] = {"/",          "/health",         "/v1/models", "/stats",
+                                 "/metrics",   "/v1/completions", "/v1/chat/completions",
+                                 "/tokenize",  "/detokenize",     "/dashboard", "/dashboard/data"};
   for (const char* k : kKnown)
     if (path == k) return path;
   return "other";
 }
 
 // Routes a browser or a load balancer may reach without the key.
-bool is_public(const std::string& path) { return path == "/" || path == "/health"; }
+// The pages carry no data (what they show is fetched with the key).
+bool is_public(const std::string& path) { return path == "/" || path == "/dashboard" || path == "/health"; }
 
 ApiError header_too_large_error(const std::string& what) {
   return api_error(HttpErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",
@@ -151,7 +153,7 @@ void HttpSession::on_head(beast::error_code ec) {
   }
   // The key is checked before a byte of the body is read.
   if (!is_public(request_.path) &&
-      !api_key_accepted(s_.ctx.options.api_key, request_.header("Authorization")))
+      !api_key_accepted(s_.ctx.options.api_keys, request_.header("Authorization")))
     return refuse(unauthorized_error());
   if (parser_->content_length() && *parser_->content_length() > s_.ctx.options.limits.max_body_bytes)
     return refuse(body_too_large_error(s_.ctx.options.limits.max_body_bytes));
@@ -225,8 +227,9 @@ void HttpSession::refuse(const ApiError& error) {
   keep_alive_ = false;
   // A body of declared length still to come is read and dropped after the
   // answer, no further (parser_->content_length() is what is left unparsed,
-  // part of which may already sit in buffer_).
-  if (parser_ && !parser_->is_done() && parser_->content_length()) {
+  // part of which may already sit in buffer_). A head refused before its
+  // end (too many fields, too long) has no length to trust: it closes.
+  if (parser_ && parser_->is_header_done() && !parser_->is_done() && parser_->content_length()) {
     const std::uint64_t left = *parser_->content_length();
     body_left_ = left > buffer_.size() ? left - buffer_.size() : 0;
   }

@@ -2,6 +2,10 @@
 // its own KV cache.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <exception>
+#include <new>
+
 #include "app/commands.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +23,17 @@ int main(int argc, char** argv) {
   clm::register_split_command(app, exit_code);
   clm::register_template_command(app, exit_code);
   clm::register_cache_command(app, exit_code);
-  CLI11_PARSE(app, argc, argv);
+  // The commands report what they expect to go wrong; what is left (an
+  // allocation that failed, a bug) still ends with a message and exit
+  // status 1, never an abort.
+  try {
+    CLI11_PARSE(app, argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fputs("clmcache: out of memory\n", stderr);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "clmcache: internal error: %s\n", e.what());
+    return 1;
+  }
   return exit_code;
 }

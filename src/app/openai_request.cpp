@@ -201,6 +201,9 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
     }
   }
   if (auto e = read_string(body, "session_id", 256, r.session_id)) return e;
+  if (std::any_of(r.session_id.begin(), r.session_id.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+    return invalid_field_error("session_id", "'session_id' may not contain control characters");
+  if (auto e = read_string(body, "cache_salt", 256, r.cache_salt)) return e;
   if (auto e = read_reuse(body, r.reuse)) return e;
   if (auto e = read_blend_ratio(body, r.blend)) return e;
   if (auto e = read_block_strategy(body, r.block_strategy)) return e;

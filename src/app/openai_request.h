@@ -50,6 +50,10 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;         // stream_options.include_usage
   std::string session_id;             // extension: keep this conversation's prefix resident
+  // vLLM's name: requests with different salts share no cached K/V. The
+  // namespace it makes (with the API key's, if any) is set by the server.
+  std::string cache_salt;
+  uint64_t cache_namespace = 0;
   std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
   std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
   std::optional<BlockStrategy> block_strategy;  // extension: overrides --block-strategy

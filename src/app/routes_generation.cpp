@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "app/api_key.h"
 #include "app/generation_api.h"
 #include "app/http_reply.h"
 #include "app/http_routes.h"
@@ -72,7 +73,9 @@ RouteResult handle(const HttpRequest& req, ServerContext& ctx, ApiEndpoint endpo
   auto refuse = [](const ApiError& e) { return RouteResult{error_response(e), nullptr}; };
   auto body = parse_json_body(req.body);
   if (!body) return refuse(body.error());
-  auto job = start_generation(ctx, endpoint, *body, std::move(on_ready));
+  const std::string_view key_scope =
+      ctx.options.namespace_per_api_key ? bearer_token(req.header("Authorization")) : std::string_view();
+  auto job = start_generation(ctx, endpoint, *body, std::move(on_ready), key_scope);
   if (!job) return refuse(job.error());
   return RouteResult{{}, std::make_unique<GenerationReply>(std::move(*job))};
 }

@@ -10,12 +10,7 @@ namespace clm {
 using nlohmann::json;
 
 void register_info_routes(RouteTable& routes, ServerContext& ctx) {
-  routes.get("/", [] {
-    HttpResponse res;
-    res.content_type = "text/html; charset=utf-8";
-    res.body = std::string(chat_web_page());
-    return res;
-  });
+  routes.get("/", [] { return html_response(chat_web_page()); });
   routes.get("/health", [&ctx] {
     HttpResponse res;
     if (ctx.leaving) reply_json(res, {{"status", "shutting_down"}}, 503);

@@ -54,6 +54,8 @@ void fit_server_options(ServingFlags& f, Engine& engine) {
   const EngineOptions& o = engine.options();
   d.model_id = model_id_of(o.model_path);
   d.sampler = f.sampler;
+  const TierFlags& tiers = f.engine.tiers;
+  f.server.disk = {tiers.disk_cache, tiers.disk_cache_max_gb, tiers.min_free_space_gb};
   // A sequence with a KV budget forgets instead of stopping at the context.
   d.max_tokens_limit = o.kv_budget_tokens > 0 ? 1 << 24 : o.n_ctx;
   d.max_tokens = std::min(d.max_tokens, o.n_ctx);

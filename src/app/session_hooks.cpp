@@ -1,10 +1,12 @@
 #include "app/session_hooks.h"
 
+#include "app/cache_namespace.h"
+
 namespace clm {
 
 void SessionPinner::session_remembered(const SessionRecord& turn) {
-  // Requests with a session carry no cache namespace (they share namespace 0).
-  scheduler_.pin_session(turn.id, turn.tokens, 0, hold_s_);
+  // A session's blocks are those of its own namespace, named in its id.
+  scheduler_.pin_session(turn.id, turn.tokens, session_namespace(turn.id), hold_s_);
 }
 
 void SessionPinner::session_forgotten(const std::string& id, ForgetCause cause) {

@@ -21,6 +21,7 @@ constexpr std::string_view kPage = R"HTML(<!doctype html>
 </head>
 <body>
 <h1>clmcache</h1>
+<p><a id="dashboard-link" href="/dashboard">Dashboard</a>: the cache at work (hit rate, reuse map, tiers)</p>
 <div id="log"></div>
 <textarea id="input" rows="4" placeholder="Type a message; Ctrl+Enter sends"></textarea>
 <div class="row">

@@ -250,7 +250,7 @@ void KvCacheManager::link_cached(BlockId id, BlockId parent_block, std::span<con
   m.last_access = now();
   std::copy(tokens.begin(), tokens.end(),
             block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_)));
-  spans_.add(id, tokens);
+  spans_.add(id, tokens, m.cache_namespace);
   if (parent_block != kNoBlock) {
     ++meta(parent_block).cached_children;
     child_blocks_.emplace(parent_block, id);
@@ -402,7 +402,7 @@ void KvCacheManager::unregister(BlockId id) {
       }
     }
   }
-  spans_.remove(id, stored_tokens(id));
+  spans_.remove(id, stored_tokens(id), m.cache_namespace);
   unlink_from_parent(id);
   ++generation_[static_cast<std::size_t>(id)];
   m = Meta{};

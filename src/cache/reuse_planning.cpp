@@ -121,8 +121,9 @@ std::vector<ReuseSpan> KvCacheManager::find_spans(std::span<const int32_t> promp
   std::vector<ReuseSpan> found;  // tail first
   for (int32_t i = hi - g; i >= lo;) {
     ReuseSpan best;
-    spans_.for_each_candidate(prompt.subspan(static_cast<std::size_t>(i), g), kMaxCandidates,
+    spans_.for_each_candidate(prompt.subspan(static_cast<std::size_t>(i), g), cache_namespace, kMaxCandidates,
                               [&](BlockId block, int32_t offset) {
+                                // A hash collision across namespaces is still not a match.
                                 if (meta(block).cache_namespace != cache_namespace) return;
                                 ReuseSpan m = extend_match(prompt, labels, cache_namespace, block, offset, i, lo, hi);
                                 if (whole_blocks) m = whole_blocks_of(m, labels);

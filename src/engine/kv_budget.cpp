@@ -42,6 +42,18 @@ KvSeqView KvBudget::view(const CachedSequence& kv) {
   return v;
 }
 
+std::vector<PromptRange> KvBudget::forgotten_prompt_ranges(int prompt_tokens) const {
+  // A policy block's slots are the tokens of the stream (prompt, then
+  // generated) in order, whatever was forgotten before them.
+  std::vector<PromptRange> out;
+  for (int b : evicted_) {
+    const int32_t begin = b * block_size_;
+    if (begin >= prompt_tokens) break;
+    out.push_back({begin, std::min(begin + block_size_, prompt_tokens)});
+  }
+  return out;
+}
+
 std::size_t KvBudget::table_block(int policy_block) const {
   const auto before = std::lower_bound(evicted_.begin(), evicted_.end(), policy_block) - evicted_.begin();
   return static_cast<std::size_t>(policy_block - static_cast<int>(before));

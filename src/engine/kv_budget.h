@@ -46,6 +46,8 @@ class KvBudget {
   int budget_tokens() const { return budget_; }
   // Table slots forgotten so far (whole blocks).
   int evicted_tokens() const { return static_cast<int>(evicted_.size()) * block_size_; }
+  // The prompt tokens forgotten so far, as ranges of prompt positions.
+  std::vector<PromptRange> forgotten_prompt_ranges(int prompt_tokens) const;
   const EvictPolicy& policy() const { return policy_; }
   EvictPositions positions() const { return positions_; }
   // Positions closed by compaction so far: prompt token p is computed at

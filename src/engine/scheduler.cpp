@@ -535,6 +535,8 @@ void Scheduler::finish(Sequence& seq, StopReason reason, const std::string& note
   sum.prompt_tokens = seq.n_prompt;
   sum.cached_tokens = seq.reuse.cached();
   sum.reuse = seq.reuse;
+  sum.reuse_map = std::move(seq.reuse_map);
+  if (seq.budget) mark_evicted(sum.reuse_map, seq.budget->forgotten_prompt_ranges(seq.n_prompt));
   sum.prompt_logprobs = std::move(seq.prompt_logprobs);
   sum.blend_probed = seq.blend_probed;
   sum.prefill_flops = seq.prefill_flops;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cache/kv_cache_manager.h"
+#include "cache/reuse_map.h"
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
 #include "engine/evict_policy.h"
@@ -139,6 +140,9 @@ struct RequestSummary {
   int prompt_tokens = 0;
   int cached_tokens = 0;     // reused from the cache, not computed (reuse.prefix + reuse.shift)
   ReuseCounts reuse;         // where each prompt token's K/V came from
+  // The same token by token, with the prompt tokens a KV budget forgot
+  // later marked; empty when the request was never admitted.
+  ReuseMap reuse_map;
   // With Request::prompt_logprobs >= 0: one entry per prompt token; entry 0
   // and the positions whose predecessor was reused rather than computed are
   // empty (none from Request::prompt_logprobs_from on).

@@ -76,6 +76,7 @@ void Scheduler::admit() {
     s.kv.labels = std::move(s.labels.tokens);
     s.kv.intent = s.labels.intent;
     s.reuse = plan.counts(s.n_prompt);
+    s.reuse_map = reuse_map_of(plan, s.n_prompt);
     s.compute = plan.compute;
     s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
     // A one-layer model has no layer to probe at: blend is shift there.

@@ -40,6 +40,7 @@ void Scheduler::take_probe_results(const std::vector<ProbeRow>& probes, std::spa
     s.compute_at = s.compute.empty() ? 0 : s.compute.front().begin;
     s.reuse.shift -= static_cast<int>(chosen.size());
     s.reuse.recomputed += static_cast<int>(chosen.size());
+    set_source(s.reuse_map, chosen, TokenSource::Recomputed);
     s.blend_selected = true;
     cache_.count_recomputed_copies(static_cast<int>(chosen.size()));
     s.deviation = {};

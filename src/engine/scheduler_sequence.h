@@ -35,6 +35,7 @@ struct Scheduler::Sequence {
   int n_prompt;
   int max_new = 0;        // max_tokens, bounded by the room left in n_ctx
   ReuseCounts reuse;      // from the plan applied at admission
+  ReuseMap reuse_map;     // the same, token by token
   // Prompt ranges left to compute, from the plan; `compute_at` is the next
   // position inside compute[compute_range].
   std::vector<PromptRange> compute;

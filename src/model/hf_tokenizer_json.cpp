@@ -1,7 +1,5 @@
 #include "model/hf_tokenizer_json.h"
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +7,7 @@
 #include "model/hf_special_tokens.h"
 #include "model/json_member.h"
 #include "model/tokenizer.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
@@ -334,13 +333,11 @@ Result<json> parse_json(std::string_view text, std::string_view file) {
   }
 }
 
+// The largest tokenizer.json files in use are some tens of MiB.
+constexpr std::size_t kMaxTokenizerFileBytes = 256 * kMiB;
+
 Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("cannot open '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return fail("cannot read '" + path + "'");
-  return ss.str();
+  return read_bounded_file(path, kMaxTokenizerFileBytes, "tokenizer file");
 }
 
 Result<VocabMetadata> convert(const json& root, const json* config) {

@@ -1,12 +1,10 @@
 #include "text/split_rules_file.h"
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "text/default_split_rules.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
@@ -99,17 +97,9 @@ Result<SemanticSplitter> parse_split_rules(std::string_view json_text, SplitterO
 }
 
 Result<SemanticSplitter> load_split_rules(const std::string& path, SplitterOptions base) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return fail("split rules " + path + ": cannot read: " + ec.message());
-  if (size > kMaxRuleFileBytes)
-    return fail("split rules " + path + ": " + std::to_string(size) + " bytes; at most " +
-                std::to_string(kMaxRuleFileBytes) + " are allowed");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail("split rules " + path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto splitter = parse_split_rules(text.str(), base);
+  auto text = read_bounded_file(path, kMaxRuleFileBytes, "split rules file");
+  if (!text) return std::unexpected(text.error());
+  auto splitter = parse_split_rules(*text, base);
   if (!splitter) return fail("split rules " + path + ": " + splitter.error().message);
   return splitter;
 }

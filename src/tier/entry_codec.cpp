@@ -233,4 +233,8 @@ Status read_entry_kv(const EntryHeader& header, const EntryReader& read, std::sp
   return {};
 }
 
+std::size_t max_entry_bytes(const KvGeometry& geometry) {
+  return 8 + static_cast<std::size_t>(kMaxHeaderBytes) + geometry.block_bytes();
+}
+
 }  // namespace clm

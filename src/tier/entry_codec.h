@@ -46,6 +46,10 @@ Result<EntryHeader> read_entry_header(uint64_t size, const EntryReader& read);
 // pool's block layout) and checks the stored checksum over them. On failure kv
 // holds garbage: the caller must not use it.
 Status read_entry_kv(const EntryHeader& header, const EntryReader& read, std::span<std::byte> kv);
+// The most bytes a stored entry of this geometry can have: the length word,
+// the largest header the reader accepts, and the tensors. A stored value
+// larger than this is refused before it is read (a Redis reply among them).
+std::size_t max_entry_bytes(const KvGeometry& geometry);
 // An EntryReader over bytes in memory (an SQLite blob, a Redis reply).
 EntryReader memory_reader(std::span<const std::byte> bytes);
 

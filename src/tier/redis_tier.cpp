@@ -2,7 +2,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
 #include <cmath>
+#include <initializer_list>
 #include <cstdio>
 #include <vector>
 
@@ -10,6 +15,19 @@
 #include "util/hex.h"
 
 namespace clm {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+// One operation's bounds: when it must be done by, and how many reply bytes
+// it may buffer.
+struct RedisOpBounds {
+  Clock::time_point deadline;
+  std::size_t max_reply_bytes = 0;
+};
 
 namespace {
 
@@ -26,36 +44,53 @@ struct ReplyDeleter {
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-// A reply read after a pipelined or plain command; null on an I/O error or
-// a timeout (the context is then unusable).
-Reply read_reply(redisContext* ctx) {
-  void* r = nullptr;
-  if (redisGetReply(ctx, &r) != REDIS_OK) return nullptr;
-  return Reply(static_cast<redisReply*>(r));
-}
-
-Reply command(redisContext* ctx, const std::vector<std::string_view>& args) {
+// Queues a command; it is sent by the next read_reply.
+bool append(redisContext* ctx, std::initializer_list<std::string_view> args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lens;
   for (std::string_view a : args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  return Reply(static_cast<redisReply*>(redisCommandArgv(ctx, static_cast<int>(args.size()), argv.data(), lens.data())));
+  return redisAppendCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data()) == REDIS_OK;
+}
+
+// Sends what is queued, then reads the next reply; null on an I/O error,
+// once the operation's deadline has passed (a peer that trickles its bytes
+// included: the socket timeout alone bounds each read, not the reply), or
+// when more than the bound is buffered before the reply is whole. hiredis
+// keeps an incomplete reply as raw bytes, so the bound holds to within one
+// read (16 KiB) before anything is allocated for it.
+Reply read_reply(redisContext* ctx, const RedisOpBounds& bounds) {
+  for (int done = 0; !done;) {
+    if (Clock::now() >= bounds.deadline || redisBufferWrite(ctx, &done) != REDIS_OK) return nullptr;
+  }
+  for (;;) {
+    void* r = nullptr;
+    if (redisReaderGetReply(ctx->reader, &r) != REDIS_OK) return nullptr;
+    if (r) return Reply(static_cast<redisReply*>(r));
+    if (ctx->reader->len - ctx->reader->pos > bounds.max_reply_bytes) return nullptr;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(bounds.deadline - Clock::now()).count();
+    if (left <= 0) return nullptr;
+    pollfd p{ctx->fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return nullptr;
+    if (redisBufferRead(ctx) != REDIS_OK) return nullptr;
+  }
+}
+
+Reply command(redisContext* ctx, const RedisOpBounds& bounds, std::initializer_list<std::string_view> args) {
+  if (!append(ctx, args)) return nullptr;
+  return read_reply(ctx, bounds);
 }
 
 bool is_error(const Reply& r) { return !r || r->type == REDIS_REPLY_ERROR; }
 
-// Queues a command of a pipeline; its reply is read later with read_reply.
-template <std::size_t N>
-bool append(redisContext* ctx, const std::string_view (&args)[N]) {
-  const char* argv[N];
-  std::size_t lens[N];
-  for (std::size_t i = 0; i < N; ++i) {
-    argv[i] = args[i].data();
-    lens[i] = args[i].size();
-  }
-  return redisAppendCommandArgv(ctx, static_cast<int>(N), argv, lens) == REDIS_OK;
+// The peer closed a connection that had been idle (Redis restarted, or
+// dropped an idle client): the next connection may well work.
+bool closed_by_peer(const redisContext* ctx) {
+  return ctx->err == REDIS_ERR_EOF || (ctx->err == REDIS_ERR_IO && (errno == ECONNRESET || errno == EPIPE));
 }
 
 }  // namespace
@@ -100,14 +135,14 @@ bool RedisTier::connect(Link& link) {
     return false;
   }
   link.epoch = breaker_.trips();
+  // The socket timeout bounds each blocking write; read_reply bounds the rest.
   if (redisSetTimeout(link.ctx, to_timeval(options_.command_timeout_s)) != REDIS_OK) {
     drop(link);
     return false;
   }
   if (a.db != 0) {
     const std::string db = std::to_string(a.db);
-    const Reply r = command(link.ctx, {"SELECT", db});
-    if (is_error(r)) {
+    if (is_error(command(link.ctx, bounds(), {"SELECT", db}))) {
       drop(link);
       return false;
     }
@@ -115,7 +150,15 @@ bool RedisTier::connect(Link& link) {
   return true;
 }
 
-bool RedisTier::call(Link& link, const std::function<bool(redisContext*)>& body) {
+RedisOpBounds RedisTier::bounds() const {
+  // A reply is at most one stored entry and its framing.
+  constexpr std::size_t kFraming = 64;
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(options_.command_timeout_s));
+  return {Clock::now() + timeout, max_entry_bytes(geometry_) + kFraming};
+}
+
+bool RedisTier::call(Link& link, const std::function<bool(redisContext*, const RedisOpBounds&)>& body) {
   std::lock_guard lock(link.mu);
   // Asked under the link's lock: a caller that waited behind a call that
   // timed out sees the breaker it opened and does not time out again.
@@ -123,11 +166,19 @@ bool RedisTier::call(Link& link, const std::function<bool(redisContext*)>& body)
   // A connection older than the last trip may lead to a server that died
   // or restarted since (the breaker kept it idle): start afresh.
   if (link.ctx && link.epoch != breaker_.trips()) drop(link);
+  const bool reused = link.ctx != nullptr;
   if (!link.ctx && !connect(link)) {
     breaker_.record_failure();
     return false;
   }
-  if (!body(link.ctx)) {
+  bool ok = body(link.ctx, bounds());
+  if (!ok && reused && closed_by_peer(link.ctx)) {
+    // An idle connection the peer had closed (a Redis restart) is not
+    // Redis failing: one fresh connection gets one more try.
+    drop(link);
+    ok = connect(link) && body(link.ctx, bounds());
+  }
+  if (!ok) {
     drop(link);
     breaker_.record_failure();
     return false;
@@ -139,18 +190,15 @@ bool RedisTier::call(Link& link, const std::function<bool(redisContext*)>& body)
 std::size_t RedisTier::exists(std::span<const BlockKey> chain) {
   if (chain.empty()) return 0;
   std::size_t present = 0;
-  call(lookup_, [&](redisContext* ctx) {
+  call(lookup_, [&](redisContext* ctx, const RedisOpBounds& b) {
     // One round trip: every EXISTS is sent before the first reply is read.
     for (BlockKey key : chain) {
-      const std::string name = key_name(key);
-      const char* argv[] = {"EXISTS", name.data()};
-      const std::size_t lens[] = {6, name.size()};
-      if (redisAppendCommandArgv(ctx, 2, argv, lens) != REDIS_OK) return false;
+      if (!append(ctx, {"EXISTS", key_name(key)})) return false;
     }
     bool leading = true;
     std::size_t n = 0;
     for (std::size_t i = 0; i < chain.size(); ++i) {
-      const Reply r = read_reply(ctx);
+      const Reply r = read_reply(ctx, b);
       if (is_error(r) || r->type != REDIS_REPLY_INTEGER) return false;
       leading = leading && r->integer == 1;
       if (leading) ++n;
@@ -166,15 +214,15 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
   std::optional<TierEntry> out;
   bool damaged = false;
   const std::string ttl = std::to_string(options_.ttl_s);
-  call(lookup_, [&](redisContext* ctx) {
+  call(lookup_, [&](redisContext* ctx, const RedisOpBounds& b) {
+    damaged = false;
     // A hit renews the entry's time to live, so that what is read stays and
     // what nobody reads expires: GET and EXPIRE in one round trip (GETEX
     // would need Redis 6.2).
-    const std::string_view get[] = {"GET", name};
-    const std::string_view expire[] = {"EXPIRE", name, ttl};
-    if (!append(ctx, get) || !append(ctx, expire)) return false;
-    const Reply r = read_reply(ctx);
-    const Reply renewed = read_reply(ctx);
+    if (!append(ctx, {"GET", name}) || !append(ctx, {"EXPIRE", name, ttl})) return false;
+    const Reply r = read_reply(ctx, b);
+    if (!r) return false;
+    const Reply renewed = read_reply(ctx, b);
     if (is_error(r) || is_error(renewed)) return false;
     if (r->type == REDIS_REPLY_NIL) return true;
     if (r->type != REDIS_REPLY_STRING) return false;
@@ -189,7 +237,7 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
     // Damaged or foreign under our key: a miss, and gone, so that the next
     // writer can replace it.
     damaged = true;
-    return !is_error(command(ctx, {"DEL", name}));
+    return !is_error(command(ctx, b, {"DEL", name}));
   });
   if (damaged) {
     ++damaged_;
@@ -201,15 +249,18 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
 bool RedisTier::put(const TierEntry& entry) {
   const std::string name = key_name(entry.key);
   const std::vector<std::byte> bytes = encode_entry(entry);
-  const std::string value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::string_view value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   const std::string ttl = std::to_string(options_.ttl_s);
-  return call(store_, [&](redisContext* ctx) { return !is_error(command(ctx, {"SET", name, value, "EX", ttl})); });
+  return call(store_, [&](redisContext* ctx, const RedisOpBounds& b) {
+    return !is_error(command(ctx, b, {"SET", name, value, "EX", ttl}));
+  });
 }
 
 void RedisTier::remove(BlockKey key) {
   const std::string name = key_name(key);
-  if (call(store_, [&](redisContext* ctx) { return !is_error(command(ctx, {"DEL", name})); }) && removal_listener_)
-    removal_listener_(std::span<const BlockKey>(&key, 1));
+  const bool deleted =
+      call(store_, [&](redisContext* ctx, const RedisOpBounds& b) { return !is_error(command(ctx, b, {"DEL", name})); });
+  if (deleted && removal_listener_) removal_listener_(std::span<const BlockKey>(&key, 1));
 }
 
 }  // namespace clm

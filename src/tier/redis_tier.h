@@ -5,9 +5,12 @@
 // is an encoded TierEntry (tier/entry_codec.h: the same safetensors bytes the disk tier writes) stored with a time-to-live.
 // A value that fails its checks is a miss and is deleted.
 //
-// Redis is optional and may be slow or dead: every call has a timeout, and
-// a circuit breaker skips Redis for a cool-down after an error or a timeout,
-// so it costs at most one timeout per cool-down, never a failed request.
+// Redis is a network peer, not a trusted disk: it may be slow, dead or
+// hostile. Every operation has a deadline for the whole of it (a reply that
+// trickles in byte by byte runs into it too), a reply larger than one stored
+// entry is refused before it is buffered whole, and a circuit breaker skips
+// Redis for a cool-down after an error or a timeout, so it costs at most one
+// timeout per cool-down, never a failed request.
 // Lookups and writes use separate connections so that background writes
 // never queue in front of an admission's lookup. Thread-safe.
 #pragma once
@@ -28,12 +31,14 @@ struct redisContext;
 
 namespace clm {
 
+struct RedisOpBounds;
+
 struct RedisTierOptions {
   RedisAddress address;
   std::string key_prefix = "clmcache";
   int ttl_s = 3600;                   // an entry expires this long after it was last written or read
   double connect_timeout_s = 0.25;
-  double command_timeout_s = 0.25;
+  double command_timeout_s = 0.25;   // one whole operation (its commands and replies)
   double breaker_cooldown_s = 10.0;   // how long Redis is skipped after a failure
   std::function<double()> clock;      // the breaker's clock (tests)
 };
@@ -70,9 +75,13 @@ class RedisTier : public CacheTier, public TierHealth {
   };
   RedisTier(const RedisTierOptions& options, uint64_t model_fingerprint, const KvGeometry& geometry);
   // Runs `body` on the link's connection (connecting first if needed) when
-  // the breaker allows; a false from body (I/O error, timeout, error reply)
-  // drops the connection and trips the breaker. False when skipped or failed.
-  bool call(Link& link, const std::function<bool(redisContext*)>& body);
+  // the breaker allows, within fresh bounds; a false from body (I/O error,
+  // timeout, error reply, a reply too large) drops the connection and trips
+  // the breaker, except that an idle connection the peer had closed is
+  // replaced and body retried once. False when skipped or failed.
+  bool call(Link& link, const std::function<bool(redisContext*, const RedisOpBounds&)>& body);
+  // A new operation's deadline and reply bound.
+  RedisOpBounds bounds() const;
   bool connect(Link& link);
   static void drop(Link& link);
 

@@ -149,15 +149,24 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(parse(m.render()).sum("clmcache_kv_spans_reused_total"), 5.0);
 }
 
-TEST(ApiKey, BearerMustMatchExactly) {
-  EXPECT_TRUE(api_key_accepted("", ""));
-  EXPECT_TRUE(api_key_accepted("", "Bearer anything"));
-  EXPECT_TRUE(api_key_accepted("s3cret", "Bearer s3cret"));
-  EXPECT_FALSE(api_key_accepted("s3cret", ""));
-  EXPECT_FALSE(api_key_accepted("s3cret", "s3cret"));
-  EXPECT_FALSE(api_key_accepted("s3cret", "Bearer s3cre"));
-  EXPECT_FALSE(api_key_accepted("s3cret", "Bearer s3cret2"));
-  EXPECT_FALSE(api_key_accepted("s3cret", "Bearer S3cret"));
+TEST(ApiKey, BearerMustMatchOneKeyExactly) {
+  const std::vector<std::string> none;
+  const std::vector<std::string> one = {"s3cret"};
+  const std::vector<std::string> two = {"s3cret", "other-key"};
+  EXPECT_TRUE(api_key_accepted(none, ""));
+  EXPECT_TRUE(api_key_accepted(none, "Bearer anything"));
+  EXPECT_TRUE(api_key_accepted(one, "Bearer s3cret"));
+  EXPECT_FALSE(api_key_accepted(one, ""));
+  EXPECT_FALSE(api_key_accepted(one, "s3cret"));
+  EXPECT_FALSE(api_key_accepted(one, "Bearer s3cre"));
+  EXPECT_FALSE(api_key_accepted(one, "Bearer s3cret2"));
+  EXPECT_FALSE(api_key_accepted(one, "Bearer S3cret"));
+  EXPECT_TRUE(api_key_accepted(two, "Bearer s3cret"));
+  EXPECT_TRUE(api_key_accepted(two, "Bearer other-key"));
+  EXPECT_FALSE(api_key_accepted(two, "Bearer other-ke"));
+  EXPECT_FALSE(api_key_accepted(two, "Bearer "));
+  EXPECT_EQ(bearer_token("Bearer abc"), "abc");
+  EXPECT_EQ(bearer_token("Basic abc"), "");
 }
 
 TEST(WebPage, SelfContainedChatPage) {

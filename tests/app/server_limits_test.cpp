@@ -167,6 +167,31 @@ TEST(ServerLimits, DeepOrHugeJsonAndOverlongPromptsAre400) {
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
+// The logprob bound counts the prompt as tokenized: under a KV budget a
+// prompt may run far past the context, and its echo with it.
+TEST(ServerLimits, LogprobBoundCountsAPromptPastTheContext) {
+  test::ServerProcess server(model_args({"--max-logprob-entries", "2100", "--kv-budget-tokens", "256"}));
+  ASSERT_GT(server.port(), 0);
+  const int port = server.port();
+  auto scored = [port](int n_ids) {
+    std::vector<int> ids(static_cast<std::size_t>(n_ids));
+    for (int i = 0; i < n_ids; ++i) ids[static_cast<std::size_t>(i)] = 100 + i % 200;
+    const std::string body =
+        json{{"prompt", ids}, {"max_tokens", 0}, {"echo", true}, {"logprobs", 3}}.dump();
+    RawConnection c(port);
+    EXPECT_TRUE(c.send(test::http_request("POST", "/v1/completions", port, body, "Content-Type: application/json\r\n")));
+    return c.receive(60, "}}");
+  };
+  // 600 prompt entries of 4 each (2,400) pass 2,100, though 512 (the
+  // context) would not.
+  expect_error_code(scored(600), 400, "logprobs_too_large");
+  const std::string fits = scored(400);
+  ASSERT_EQ(test::http_status(fits), 200) << fits;
+  const json j = json::parse(test::http_body(fits));
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"].size(), 400u) << fits.substr(0, 400);
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
 // Megabytes of words let through the byte bounds (raised here) are still
 // refused promptly: tokenizing stops once the context is exceeded (the whole
 // text took seconds to tokenize, and many times that under the sanitizers,

@@ -296,19 +296,28 @@ TEST(ReusePlan, NothingFromReuseBeforeOnIsReused) {
 TEST(SpanIndex, FindsEveryRunInsideABlockAndForgetsRemovedOnes) {
   SpanIndex index;
   const std::vector<int32_t> t{5, 6, 7, 8, 9, 10};
-  index.add(3, t);
+  index.add(3, t, 0);
   EXPECT_EQ(index.size(), t.size() - SpanIndex::kGram + 1);
   std::vector<std::pair<BlockId, int32_t>> hits;
-  index.for_each_candidate(std::span(t).subspan(2, SpanIndex::kGram), 100,
+  index.for_each_candidate(std::span(t).subspan(2, SpanIndex::kGram), 0, 100,
                            [&](BlockId b, int32_t o) { hits.emplace_back(b, o); });
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0], std::make_pair(BlockId{3}, int32_t{2}));
-  index.add(4, t);
+  index.add(4, t, 0);
   int n = 0;
-  index.for_each_candidate(std::span(t).subspan(0, SpanIndex::kGram), 1, [&](BlockId, int32_t) { ++n; });
+  index.for_each_candidate(std::span(t).subspan(0, SpanIndex::kGram), 0, 1, [&](BlockId, int32_t) { ++n; });
   EXPECT_EQ(n, 1) << "the limit bounds the candidates";
-  index.remove(3, t);
-  index.remove(4, t);
+  // Another namespace's blocks with the same tokens are not candidates, and
+  // do not use up the limit.
+  for (BlockId other = 10; other < 20; ++other) index.add(other, t, 77);
+  hits.clear();
+  index.for_each_candidate(std::span(t).subspan(0, SpanIndex::kGram), 0, 2,
+                           [&](BlockId b, int32_t o) { hits.emplace_back(b, o); });
+  ASSERT_EQ(hits.size(), 2u);
+  for (const auto& [b, o] : hits) EXPECT_TRUE(b == 3 || b == 4) << b;
+  for (BlockId other = 10; other < 20; ++other) index.remove(other, t, 77);
+  index.remove(3, t, 0);
+  index.remove(4, t, 0);
   EXPECT_EQ(index.size(), 0u);
 }
 

@@ -115,6 +115,41 @@ TEST(BlendReuse, RecomputingEveryCopiedTokenIsBitwiseAColdRun) {
   }
 }
 
+// The source of each prompt token, as a request's reuse map says.
+std::vector<TokenSource> token_sources(const RequestSummary& s) {
+  std::vector<TokenSource> out;
+  for (const SourceRun& r : s.reuse_map) out.insert(out.end(), static_cast<std::size_t>(r.length), r.source);
+  return out;
+}
+
+void expect_map_matches_counts(const RequestSummary& s) {
+  const ReuseCounts c = count_sources(s.reuse_map);
+  EXPECT_EQ(mapped_tokens(s.reuse_map), s.prompt_tokens);
+  EXPECT_EQ(c.prefix, s.reuse.prefix);
+  EXPECT_EQ(c.shift, s.reuse.shift);
+  EXPECT_EQ(c.recomputed, s.reuse.recomputed);
+  EXPECT_EQ(c.computed, s.reuse.computed);
+}
+
+TEST(BlendReuse, TheReuseMapMovesExactlyThePicksFromShiftToRecomputed) {
+  const RequestSummary shift = ask(ReuseMode::Shift, 0.0f, 1).summary;
+  const RequestSummary blend = ask(ReuseMode::Blend, 0.15f, 1).summary;
+  expect_map_matches_counts(shift);
+  expect_map_matches_counts(blend);
+  const std::vector<TokenSource> a = token_sources(shift), b = token_sources(blend);
+  ASSERT_EQ(a.size(), b.size());
+  int moved = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    EXPECT_EQ(a[i], TokenSource::Shift) << "position " << i;
+    EXPECT_EQ(b[i], TokenSource::Recomputed) << "position " << i;
+    ++moved;
+  }
+  EXPECT_EQ(moved, blend.reuse.recomputed - shift.reuse.recomputed);
+  EXPECT_GT(moved, 0);
+  for (const SourceRun& r : blend.reuse_map) EXPECT_FALSE(r.evicted);
+}
+
 TEST(BlendReuse, TheDefaultShareIsCloserToColdThanShiftAndCountsWhatItDid) {
   const Outcome cold = ask(ReuseMode::Off, 0.0f, 1);
   const Outcome shift = ask(ReuseMode::Shift, 0.0f, 1);

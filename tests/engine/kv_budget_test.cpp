@@ -85,6 +85,18 @@ TEST(KvBudget, LongPromptIsScoredChunkByChunkWithEvictionBetween) {
     EXPECT_LE(s.prompt_logprobs[i]->logprob, 0.0f);
   }
   EXPECT_GT(s.evicted_tokens, 2 * kCtx - kBudget);
+  // The reuse map marks the forgotten blocks (all of the prompt: one token
+  // is generated), whole blocks after the first, and still tiles the prompt.
+  int marked = 0;
+  for (const SourceRun& run : s.reuse_map) {
+    if (!run.evicted) continue;
+    marked += run.length;
+    EXPECT_EQ(run.begin % kBlock, 0);
+    EXPECT_GE(run.begin, kBlock) << "the sink block is kept";
+  }
+  EXPECT_EQ(marked, s.evicted_tokens);
+  EXPECT_EQ(mapped_tokens(s.reuse_map), s.prompt_tokens);
+  EXPECT_EQ(count_sources(s.reuse_map).computed, s.reuse.computed);
   // The budget, one chunk of 32 and the block a chunk starts in.
   EXPECT_LE(most, static_cast<std::size_t>((kBudget + 32) / kBlock + 2));
   expect_nothing_held(rig);
