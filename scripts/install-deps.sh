@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages clmcache needs: to build and run it, or
 # with --test also to build and run its tests (GoogleTest, the HTTP client,
-# Redis, Chromium, Node.js, pybind11 and pytest). Skips apt entirely when
+# Redis, HAProxy, Chromium, Node.js, pybind11, pytest and the Python ZeroMQ,
+# msgpack and CBOR modules). Skips apt entirely when
 # everything is already there.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libxxhash-dev libre2-dev
   libboost-dev libsqlite3-dev libhiredis-dev
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
 )
 if [ "${1:-}" = "--test" ]; then
   packages+=(
@@ -16,6 +18,7 @@ if [ "${1:-}" = "--test" ]; then
     libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev
     redis-server chromium
     pybind11-dev python3-dev python3-pytest python3-numpy
+    python3-zmq python3-msgpack python3-cbor2 haproxy
   )
   # The server's client tests (tests/app/node) need node and npm; a Node.js
   # installed some other way is kept.

@@ -11,6 +11,7 @@
 #include "app/api_key.h"
 #include "app/commands.h"
 #include "app/http_server.h"
+#include "app/kv_event_flags.h"
 #include "app/serving_flags.h"
 #include "app/session_persistence.h"
 
@@ -22,6 +23,9 @@ struct ServeFlags {
   ServingFlags serving;
   std::string api_key_file;
   double shutdown_grace_s = 10.0;
+  double shutdown_delay_s = 0.0;
+  KvEventPublisherOptions kv_events;
+  bool kv_events_topic_given = false;
 };
 
 // Every connection is a descriptor: take what the hard limit allows, and
@@ -79,6 +83,26 @@ int serve(ServeFlags& f) {
     std::fprintf(stderr, "clmcache: %s\n", checked.error().message.c_str());
     return 1;
   }
+  if (auto checked = check_kv_event_flags(f.kv_events, f.kv_events_topic_given); !checked) {
+    std::fprintf(stderr, "clmcache: %s\n", checked.error().message.c_str());
+    return 1;
+  }
+
+  // Opened before the engine, whose cache tells it of its first state (all
+  // blocks cleared), and closed after it.
+  std::unique_ptr<KvEventPublisher> kv_events;
+  if (!f.kv_events.endpoint.empty()) {
+    auto opened = KvEventPublisher::open(f.kv_events);
+    if (!opened) {
+      std::fprintf(stderr, "clmcache: %s\n", opened.error().message.c_str());
+      return 1;
+    }
+    kv_events = std::move(*opened);
+    sf.engine.options.kv_events = kv_events.get();
+    const KvEventCounters bound = kv_events->counters();
+    std::fprintf(stderr, "clmcache: KV events on %s (topic '%s')%s%s\n", bound.endpoint.c_str(), bound.topic.c_str(),
+                 bound.replay_endpoint.empty() ? "" : ", replay on ", bound.replay_endpoint.c_str());
+  }
 
   auto engine = load_engine(sf.engine);
   if (!engine) return 1;
@@ -89,6 +113,7 @@ int serve(ServeFlags& f) {
   // Declared before the server, whose sessions tell it of every change.
   std::unique_ptr<PersistedSessions> persisted;
   HttpServer server(*engine, sf.server, *renderer);
+  server.context().kv_events = kv_events.get();
   if (sf.persist_sessions) {
     auto opened = PersistedSessions::open(sf.engine.tiers.disk_cache, server.context().sessions,
                                           engine->model().tokenizer(), sf.server.session_timeout_s);
@@ -114,7 +139,7 @@ int serve(ServeFlags& f) {
     int sig = 0;
     sigwait(&signals, &sig);
     std::fprintf(stderr, "clmcache: %s received, shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server.shutdown(f.shutdown_grace_s);
+    server.shutdown(f.shutdown_grace_s, f.shutdown_delay_s);
   });
   server.run();
   // run() also returns if listening failed; wake the waiter so it can finish.
@@ -149,7 +174,15 @@ void register_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--shutdown-grace", flags->shutdown_grace_s,
                   "seconds in-flight requests may finish after SIGTERM before they are cancelled")
       ->check(CLI::Range(0.0, 3600.0));
-  cmd->callback([flags, &exit_code] { exit_code = serve(*flags); });
+  cmd->add_option("--shutdown-delay", flags->shutdown_delay_s,
+                  "seconds after SIGTERM during which /health answers 503 but requests are still served, so that "
+                  "a load balancer's health checks take the server out first")
+      ->check(CLI::Range(0.0, 600.0));
+  add_kv_event_flags(*cmd, flags->kv_events);
+  cmd->callback([flags, cmd, &exit_code] {
+    flags->kv_events_topic_given = cmd->count("--kv-events-topic") > 0;
+    exit_code = serve(*flags);
+  });
 }
 
 }  // namespace clm

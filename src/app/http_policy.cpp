@@ -72,7 +72,12 @@ bool origin_allowed(const AccessPolicy& policy, std::string_view origin, std::st
 std::optional<ApiError> check_access(const AccessPolicy& policy, const HttpRequest& head,
                                      std::string_view local_address) {
   const std::string_view host = head.header("Host");
-  if (!policy.api_key_set && !host_allowed(policy, host, local_address))
+  // A request with no Host at all (HTTP/1.0, as load balancers' health
+  // checks send) cannot come from a browser, and so not from a rebinding
+  // page: browsers always send the Host they resolved. Only a Host that is
+  // present and names another server is refused.
+  const bool host_absent = !head.has_header("Host");
+  if (!policy.api_key_set && !host_absent && !host_allowed(policy, host, local_address))
     return forbidden("the Host header '" + std::string(host) +
                          "' does not name this server; without --api-key only its address or localhost is accepted",
                      "host_not_allowed");

@@ -153,8 +153,10 @@ void HttpServer::run() {
   for (auto& t : extra) t.join();
 }
 
-void HttpServer::shutdown(double grace_s) {
+void HttpServer::shutdown(double grace_s, double delay_s) {
   Impl& m = *impl_;
+  m.ctx.leaving = true;
+  std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
   m.ctx.draining = true;
   auto wait_idle = [&m](double seconds) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);

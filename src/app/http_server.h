@@ -24,9 +24,11 @@ class HttpServer {
   Result<int> bind();
   // Serves until shutdown(); returns on the thread that called it.
   void run();
-  // From any thread: refuse new generations, wait up to grace_s for those in
-  // flight, cancel the rest, then close every connection and stop serving.
-  void shutdown(double grace_s);
+  // From any thread: first answer /health with 503 for delay_s while still
+  // serving (so that a load balancer's checks take this server out before
+  // it refuses anything), then refuse new generations, wait up to grace_s
+  // for those in flight, cancel the rest, close every connection and stop.
+  void shutdown(double grace_s, double delay_s = 0.0);
 
   ServerContext& context();
 

@@ -13,7 +13,7 @@ void register_info_routes(RouteTable& routes, ServerContext& ctx) {
   routes.get("/", [] { return html_response(chat_web_page()); });
   routes.get("/health", [&ctx] {
     HttpResponse res;
-    if (ctx.draining) reply_json(res, {{"status", "shutting_down"}}, 503);
+    if (ctx.leaving) reply_json(res, {{"status", "shutting_down"}}, 503);
     else reply_json(res, {{"status", "ok"}});
     return res;
   });

@@ -10,6 +10,7 @@
 
 #include "app/dashboard_history.h"
 #include "app/http_limits.h"
+#include "app/kv_event_publisher.h"
 #include "app/openai_request.h"
 #include "app/server_metrics.h"
 #include "app/session_hooks.h"
@@ -60,6 +61,8 @@ struct ServerContext {
   SessionPinner pinner;  // a session's last turn stays pinned in RAM for its timeout
   SessionStore sessions;
   DashboardHistory dashboard;  // what GET /dashboard/data serves
+  const KvEventPublisher* kv_events = nullptr;  // serve --kv-events-endpoint; not owned
+  std::atomic<bool> leaving{false};   // shutting down: /health says 503, work is still served (--shutdown-delay)
   std::atomic<bool> draining{false};  // shutting down: new generations get 503
   std::atomic<int> in_flight{0};      // generations not yet finished
   std::atomic<int> connections{0};    // open HTTP connections

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "app/tier_report.h"
+#include "app/vllm_metrics.h"
 
 namespace clm {
 
@@ -54,6 +55,7 @@ ServerMetrics::ServerMetrics() {
   r.define_gauge("clmcache_kv_sequences_over_budget",
                  "running sequences holding more than their KV budget (only blocks the policy never evicts are left)");
   define_tier_metrics(r);
+  define_vllm_metrics(r);
 }
 
 void ServerMetrics::record_request(const std::string& endpoint, int status) {
@@ -85,6 +87,7 @@ void ServerMetrics::update_cache(const CacheStats& s) {
   registry_.set_counter("clmcache_kv_plans_stale_total", {}, static_cast<double>(s.plans_stale));
   registry_.set("clmcache_kv_memory_used_bytes", {}, static_cast<double>((s.blocks_used + s.blocks_cached) * s.block_bytes));
   registry_.set("clmcache_kv_memory_capacity_bytes", {}, static_cast<double>(s.blocks_total * s.block_bytes));
+  update_vllm_cache_metrics(registry_, s);
 }
 
 void ServerMetrics::update_scheduler(const SchedulerStats& s) {
@@ -114,6 +117,7 @@ void ServerMetrics::update_scheduler(const SchedulerStats& s) {
   registry_.set_counter("clmcache_session_pins_expired_total", {}, static_cast<double>(s.session_pins.expired));
   registry_.set_counter("clmcache_session_pins_released_total", {},
                         static_cast<double>(s.session_pins.released_for_room));
+  update_vllm_scheduler_metrics(registry_, s);
 }
 
 void ServerMetrics::update_tiers(const TierStats& s) { update_tier_metrics(registry_, s); }

@@ -1,4 +1,5 @@
-// The server's Prometheus metrics, all named clmcache_*: requests by endpoint
+// The server's Prometheus metrics, named clmcache_* (plus the few vLLM names
+// routers read, vllm_metrics.h): requests by endpoint
 // and status, token counters (prompt tokens also by where their K/V came
 // from), latency and time-to-first-token histograms, and KV cache and
 // scheduler figures refreshed from a stats snapshot at scrape time.

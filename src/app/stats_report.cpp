@@ -25,6 +25,7 @@ json cache_json(const CacheStats& s) {
           {"blocks_used", s.blocks_used},
           {"blocks_cached", s.blocks_cached},
           {"blocks_free", s.blocks_free},
+          {"prefix_blocks", s.prefix_blocks},
           {"block_bytes", s.block_bytes},
           {"blocks_ever_cached", s.blocks_ever_cached},
           {"cached_blocks_hit", s.cached_blocks_hit},
@@ -89,12 +90,32 @@ json scheduler_json(const SchedulerStats& s) {
             {"released_for_room", s.session_pins.released_for_room}}}};
 }
 
+json kv_events_json(const KvEventPublisher* publisher) {
+  if (!publisher) return {{"enabled", false}};
+  const KvEventCounters c = publisher->counters();
+  return {{"enabled", true},
+          {"endpoint", c.endpoint},
+          {"replay_endpoint", c.replay_endpoint},
+          {"topic", c.topic},
+          {"seq", c.batches_published},
+          {"batches_published", c.batches_published},
+          {"events_published", c.events_published},
+          {"events_dropped", c.events_dropped},
+          {"replay_requests", c.replay_requests},
+          {"blocks_stored", c.blocks_stored},
+          {"blocks_removed", c.blocks_removed},
+          {"clears", c.clears},
+          {"block_hash", publisher->vllm_block_hashes() ? "vllm_sha256_cbor" : "clmcache"},
+          {"blocks_unhashable", c.blocks_unhashable}};
+}
+
 }  // namespace
 
 nlohmann::json server_stats_json(ServerContext& ctx) {
   const EngineCacheStats stats = ctx.engine.cache_stats();
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
   return {{"cache", cache_json(stats.cache)},
+          {"kv_events", kv_events_json(ctx.kv_events)},
           {"scheduler", scheduler_json(stats.scheduler)},
           {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
           {"tiers", tiers_json(stats.tiers)},

@@ -25,6 +25,7 @@ struct CacheStats {
   std::size_t blocks_used = 0;     // referenced by a live sequence
   std::size_t blocks_cached = 0;   // unreferenced but resident and reusable
   std::size_t blocks_free = 0;     // holding nothing
+  std::size_t prefix_blocks = 0;   // full exact blocks in the prefix index (what KV events call stored in "cpu")
   std::size_t block_bytes = 0;
   // Lifetime of cached blocks.
   uint64_t blocks_ever_cached = 0;       // registered in the prefix index

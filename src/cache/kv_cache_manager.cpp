@@ -30,6 +30,9 @@ KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOp
     const BlockId sentinel = static_cast<BlockId>(pool.n_blocks()) + level;
     meta(sentinel).prev = meta(sentinel).next = sentinel;
   }
+  // A fresh pool holds nothing: whatever a listener learned from an
+  // earlier run of this instance is gone.
+  if (options_.events) options_.events->publish(cleared_event());
 }
 
 double KvCacheManager::now() const { return options_.clock(); }
@@ -222,7 +225,11 @@ void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_ke
   index_[key] = id;
   children_.emplace(parent_key, id);
   link_cached(id, parent_block, tokens);
-  if (options_.observer && tokens.size() == static_cast<std::size_t>(block_size_)) options_.observer->block_resident(key);
+  if (tokens.size() != static_cast<std::size_t>(block_size_)) return;
+  ++n_prefix_blocks_;
+  if (options_.observer) options_.observer->block_resident(key);
+  if (options_.events)
+    options_.events->publish(stored_event(kRamMedium, key, parent_key, {tokens.begin(), tokens.end()}));
 }
 
 void KvCacheManager::register_span_block(BlockId id, BlockId parent_block, std::span<const int32_t> tokens,
@@ -381,7 +388,12 @@ void KvCacheManager::unregister(BlockId id) {
     const auto it = index_.find(m.key);
     if (it != index_.end() && it->second == id) {
       index_.erase(it);
-      if (options_.observer && m.n_tokens == block_size_) options_.observer->block_gone(m.key);
+      if (m.n_tokens == block_size_) {
+        --n_prefix_blocks_;
+        if (options_.observer) options_.observer->block_gone(m.key);
+        if (options_.events)
+          options_.events->publish(removed_event(kRamMedium, {m.key}));
+      }
     }
     for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {
       if (first->second == id) {
@@ -469,6 +481,7 @@ CacheStats KvCacheManager::stats() const {
   s.blocks_total = pool_.n_blocks();
   s.blocks_free = pool_.n_free();
   s.blocks_cached = n_idle_cached_;
+  s.prefix_blocks = n_prefix_blocks_;
   s.blocks_used = s.blocks_total - s.blocks_free - s.blocks_cached;
   s.block_bytes = pool_.geometry().block_bytes();
   return s;

@@ -19,6 +19,7 @@
 #include "cache/block_key.h"
 #include "cache/block_table.h"
 #include "cache/cache_observer.h"
+#include "cache/kv_event.h"
 #include "cache/cache_stats.h"
 #include "cache/kv_landing.h"
 #include "cache/kv_pool.h"
@@ -54,6 +55,10 @@ struct CacheOptions {
   // The storage tiers below RAM (tier/tier_set.h), told of computed and
   // resident blocks; null: RAM only.
   CacheObserver* observer = nullptr;
+  // Told of full exact blocks entering and leaving the RAM pool's prefix
+  // index (medium "cpu"), and of the empty cache at construction, for
+  // routers that track what each instance holds; null: nobody listens.
+  KvEventSink* events = nullptr;
 };
 
 // One live sequence's KV: its block table, the keys of its leading full
@@ -311,6 +316,7 @@ class KvCacheManager {
   std::vector<uint32_t> generation_;  // [n_blocks] bumped whenever a block stops being cached
   SpanIndex spans_;
   std::size_t n_idle_cached_ = 0;     // idle registered blocks, on a list or not
+  std::size_t n_prefix_blocks_ = 0;   // full exact blocks in index_
   CacheStats counters_;
 };
 

@@ -91,7 +91,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       tiers.push_back(std::move(*tier));
     }
     e->tiers_ =
-        std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20);
+        std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20,
+                                           options.kv_events);
   }
   CacheOptions cache;
   cache.prefix_caching = options.prefix_cache;
@@ -101,6 +102,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   cache.rope = rope_shift_params(e->model_->config());
   cache.threads = e->threads_.get();
   cache.observer = e->tiers_.get();
+  cache.events = options.kv_events;
   e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->cache_fingerprint_, cache);
   SchedulerOptions sched;
   sched.max_batch_tokens = options.max_batch_tokens;

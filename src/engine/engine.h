@@ -63,6 +63,10 @@ struct EngineOptions {
   // The tiers' background writer queues at most this many MiB of blocks;
   // beyond it writes are dropped (and counted), never waited for.
   std::size_t tier_write_queue_mb = 256;
+  // Told of the blocks the RAM pool and the tiers store and drop (KV events
+  // for cache-aware routers); null: nobody listens. Not owned: it outlives
+  // the engine.
+  KvEventSink* kv_events = nullptr;
   // Most of the pool conversations' pinned prefixes may hold (a share in
   // [0, 1]; 0: sessions pin nothing). See engine/session_pins.h.
   double session_pin_max_share = SessionPinOptions{}.max_share;

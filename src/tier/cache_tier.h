@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +16,11 @@
 #include "cache/tier_entry.h"
 
 namespace clm {
+
+// Keys of entries a tier dropped (eviction, expiry, damage, removal), each
+// with the entries depending on it. Called on whichever thread dropped
+// them, possibly under the tier's lock: it must not block or call back.
+using TierRemovalListener = std::function<void(std::span<const BlockKey> keys)>;
 
 class CacheTier {
  public:
@@ -40,6 +46,10 @@ class CacheTier {
   virtual bool put(const TierEntry& entry) = 0;
   // Forgets the entry under key (no-op when absent).
   virtual void remove(BlockKey key) = 0;
+  // Set once, before the tier is used. Tiers report what they drop
+  // themselves; entries a server expires on its own (Redis' TTL) are not
+  // seen, so such a tier reports only the deletions it makes.
+  virtual void set_removal_listener(TierRemovalListener listener) = 0;
 };
 
 }  // namespace clm

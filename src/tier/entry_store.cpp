@@ -141,6 +141,12 @@ std::size_t EntryStore::remove_subtree(BlockKey key, bool keep_root_bytes) {
   }
   std::size_t dependents = 0;
   for (const StoredEntry& row : rows) dependents += row.key != key;
+  if (removal_listener_ && !rows.empty()) {
+    std::vector<BlockKey> keys;
+    keys.reserve(rows.size());
+    for (const StoredEntry& row : rows) keys.push_back(row.key);
+    removal_listener_(keys);
+  }
   counters_.dependents_removed += dependents;
   return rows.size();
 }

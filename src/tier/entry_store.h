@@ -115,6 +115,11 @@ class EntryStore {
   std::size_t set_max_bytes(uint64_t max_bytes);
   // Removes every entry (or root's subtree); returns how many went.
   std::size_t clear(std::optional<BlockKey> root = std::nullopt);
+  // Told the keys of every entry removed from now on, for whatever reason
+  // (the mutex held). Set before the store is shared between threads.
+  void set_removal_listener(std::function<void(std::span<const BlockKey>)> listener) {
+    removal_listener_ = std::move(listener);
+  }
 
   // How many damaged entries lie in quarantine.
   virtual std::size_t quarantine_size() = 0;
@@ -175,6 +180,7 @@ class EntryStore {
   SqliteDb db_;
   mutable std::recursive_mutex mu_;
   StoreCounters counters_;
+  std::function<void(std::span<const BlockKey>)> removal_listener_;
   // Hits not yet written to the index: (key, when), oldest first.
   std::vector<std::pair<BlockKey, int64_t>> pending_hits_;
   static constexpr std::size_t kHitBatch = 256;

@@ -239,7 +239,10 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
     damaged = true;
     return !is_error(command(ctx, b, {"DEL", name}));
   });
-  if (damaged) ++damaged_;
+  if (damaged) {
+    ++damaged_;
+    if (removal_listener_) removal_listener_(std::span<const BlockKey>(&key, 1));
+  }
   return out;
 }
 
@@ -255,7 +258,9 @@ bool RedisTier::put(const TierEntry& entry) {
 
 void RedisTier::remove(BlockKey key) {
   const std::string name = key_name(key);
-  call(store_, [&](redisContext* ctx, const RedisOpBounds& b) { return !is_error(command(ctx, b, {"DEL", name})); });
+  const bool deleted =
+      call(store_, [&](redisContext* ctx, const RedisOpBounds& b) { return !is_error(command(ctx, b, {"DEL", name})); });
+  if (deleted && removal_listener_) removal_listener_(std::span<const BlockKey>(&key, 1));
 }
 
 }  // namespace clm

@@ -57,6 +57,7 @@ class RedisTier : public CacheTier, public TierHealth {
   std::optional<TierEntry> get_into(BlockKey key, std::span<std::byte> kv) override;
   bool put(const TierEntry& entry) override;
   void remove(BlockKey key) override;
+  void set_removal_listener(TierRemovalListener listener) override { removal_listener_ = std::move(listener); }
   std::string breaker_state() const override { return breaker_state_name(breaker_.state()); }
 
   const CircuitBreaker& breaker() const { return breaker_; }
@@ -91,6 +92,7 @@ class RedisTier : public CacheTier, public TierHealth {
   CircuitBreaker breaker_;
   Link lookup_, store_;
   std::atomic<uint64_t> damaged_{0};
+  TierRemovalListener removal_listener_;
 };
 
 }  // namespace clm

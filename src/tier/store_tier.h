@@ -31,6 +31,9 @@ class StoreTier final : public CacheTier, public TierUsage {
   // store's own refusals.
   bool put(const TierEntry& entry) override;
   void remove(BlockKey key) override;
+  void set_removal_listener(TierRemovalListener listener) override {
+    store_->set_removal_listener(std::move(listener));
+  }
   uint64_t stored_bytes() override { return store_->stored_bytes(); }
   std::size_t quarantined_entries() override { return store_->quarantine_size(); }
   std::size_t set_size_cap(uint64_t max_bytes) override { return store_->set_max_bytes(max_bytes); }

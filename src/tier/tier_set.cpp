@@ -6,15 +6,21 @@
 namespace clm {
 
 TierSet::TierSet(std::vector<std::unique_ptr<CacheTier>> tiers, uint64_t model_fingerprint, const KvGeometry& geometry,
-                 std::size_t write_queue_bytes)
+                 std::size_t write_queue_bytes, KvEventSink* events)
     : tiers_(std::move(tiers)),
       fingerprint_(model_fingerprint),
       geometry_(geometry),
       hits_(tiers_.size(), 0),
       misses_(tiers_.size(), 0) {
   std::vector<CacheTier*> raw;
-  for (auto& t : tiers_) raw.push_back(t.get());
-  writer_ = std::make_unique<TierWriter>(std::move(raw), write_queue_bytes);
+  for (auto& t : tiers_) {
+    raw.push_back(t.get());
+    if (events)
+      t->set_removal_listener([events, medium = t->name()](std::span<const BlockKey> keys) {
+        events->publish(removed_event(medium, {keys.begin(), keys.end()}));
+      });
+  }
+  writer_ = std::make_unique<TierWriter>(std::move(raw), write_queue_bytes, events);
 }
 
 TierSet::~TierSet() { writer_.reset(); }

@@ -65,8 +65,10 @@ struct TierStats {
 
 class TierSet : public CacheObserver {
  public:
+  // events: told of the entries each tier stores and drops (medium: the
+  // tier's name); null: nobody listens.
   TierSet(std::vector<std::unique_ptr<CacheTier>> tiers, uint64_t model_fingerprint, const KvGeometry& geometry,
-          std::size_t write_queue_bytes);
+          std::size_t write_queue_bytes, KvEventSink* events = nullptr);
   ~TierSet() override;  // writes what is queued first
 
   bool empty() const { return tiers_.empty(); }

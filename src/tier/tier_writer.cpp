@@ -4,8 +4,8 @@
 
 namespace clm {
 
-TierWriter::TierWriter(std::vector<CacheTier*> tiers, std::size_t capacity_bytes)
-    : tiers_(std::move(tiers)), capacity_bytes_(capacity_bytes), counts_(tiers_.size()) {
+TierWriter::TierWriter(std::vector<CacheTier*> tiers, std::size_t capacity_bytes, KvEventSink* events)
+    : tiers_(std::move(tiers)), capacity_bytes_(capacity_bytes), events_(events), counts_(tiers_.size()) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -60,6 +60,7 @@ void TierWriter::run() {
     lock.unlock();
     std::vector<bool> ok(job.n_tiers);
     for (std::size_t i = 0; i < job.n_tiers; ++i) ok[i] = tiers_[i]->put(job.entry);
+    announce_stored(job.entry, ok);
     lock.lock();
     for (std::size_t i = 0; i < job.n_tiers; ++i) ++(ok[i] ? counts_[i].written : counts_[i].refused);
     queued_bytes_ -= bytes_of(job.entry);
@@ -67,6 +68,14 @@ void TierWriter::run() {
     if (queue_.empty()) idle_.notify_all();
   }
   idle_.notify_all();
+}
+
+void TierWriter::announce_stored(const TierEntry& entry, const std::vector<bool>& ok) const {
+  if (!events_) return;
+  for (std::size_t i = 0; i < ok.size(); ++i) {
+    if (!ok[i]) continue;
+    events_->publish(stored_event(tiers_[i]->name(), entry.key, entry.parent, entry.tokens));
+  }
 }
 
 uint64_t TierWriter::queued() const {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cache/kv_event.h"
 #include "tier/cache_tier.h"
 
 namespace clm {
@@ -23,7 +24,9 @@ struct TierWriteCounts {
 
 class TierWriter {
  public:
-  TierWriter(std::vector<CacheTier*> tiers, std::size_t capacity_bytes);
+  // events: told of every entry a tier accepted (medium: the tier's name);
+  // null: nobody listens.
+  TierWriter(std::vector<CacheTier*> tiers, std::size_t capacity_bytes, KvEventSink* events = nullptr);
   // Writes what is queued, then stops.
   ~TierWriter();
   TierWriter(const TierWriter&) = delete;
@@ -51,8 +54,11 @@ class TierWriter {
   static std::size_t bytes_of(const TierEntry& e) { return weight(e.kv.size(), e.tokens.size()); }
   void run();
 
+  void announce_stored(const TierEntry& entry, const std::vector<bool>& ok) const;
+
   std::vector<CacheTier*> tiers_;
   const std::size_t capacity_bytes_;
+  KvEventSink* events_;
   mutable std::mutex mu_;
   std::condition_variable wake_, idle_;
   struct Job {

@@ -2,6 +2,9 @@
 // values add up, histograms are cumulative, label values are escaped.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "app/api_key.h"
 #include "app/metrics_registry.h"
 #include "app/server_metrics.h"
@@ -126,7 +129,17 @@ TEST(ServerMetrics, NamesAndValues) {
   EXPECT_EQ(t.sum("clmcache_kv_block_hit_rate"), 0.25);
   EXPECT_EQ(t.sum("clmcache_kv_memory_used_bytes"), 5.0 * 1024);
   EXPECT_EQ(t.sum("clmcache_requests_queued"), 2.0);
-  for (const auto& [name, type] : t.types) EXPECT_TRUE(name.starts_with("clmcache_")) << name;
+  // vLLM's names for what routers read, with vLLM's meaning.
+  EXPECT_EQ(t.sum("vllm:num_requests_running"), 1.0);
+  EXPECT_EQ(t.sum("vllm:num_requests_waiting"), 2.0);
+  EXPECT_EQ(t.sum("vllm:kv_cache_usage_perc"), 0.2);  // used blocks only: cached ones are evictable
+  EXPECT_EQ(t.sum("vllm:prefix_cache_queries_total"), 40.0);
+  EXPECT_EQ(t.sum("vllm:prefix_cache_hits_total"), 8.0);
+  const std::set<std::string> vllm_names = {"vllm:num_requests_running", "vllm:num_requests_waiting",
+                                            "vllm:kv_cache_usage_perc", "vllm:prefix_cache_queries_total",
+                                            "vllm:prefix_cache_hits_total"};
+  for (const auto& [name, type] : t.types)
+    EXPECT_TRUE(name.starts_with("clmcache_") || vllm_names.contains(name)) << name;
   // Mirrored totals never go back, even if an older snapshot is scraped.
   s.spans_reused = 2;
   m.update_cache(s);

@@ -107,5 +107,29 @@ TEST(ServerOrigin, HostMustNameTheServerWhenNoKeyIsSet) {
   EXPECT_EQ(keyed.terminate(30), 0) << keyed.log();
 }
 
+// HAProxy's `option httpchk GET /health` sends HTTP/1.0 with no Host: no
+// browser sends that, so it is not a rebinding risk and must be answered.
+TEST(ServerOrigin, HealthCheckWithoutHostIsAnswered) {
+  test::ServerProcess server(model_args());
+  ASSERT_GT(server.port(), 0);
+  const auto send_raw = [&](const std::string& request) {
+    RawConnection c(server.port());
+    EXPECT_TRUE(c.send(request));
+    return c.receive(30);
+  };
+  const std::string bare = send_raw("GET /health HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(test::http_status(bare), 200) << bare;
+  const std::string bare_models = send_raw("GET /v1/models HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(test::http_status(bare_models), 200) << bare_models;
+  // A Host that is present but foreign is still refused, on any path.
+  const std::string foreign = send_raw("GET /health HTTP/1.0\r\nHost: attacker.example\r\n\r\n");
+  EXPECT_EQ(test::http_status(foreign), 403) << foreign;
+  EXPECT_NE(test::http_body(foreign).find("host_not_allowed"), std::string::npos) << foreign;
+  // An empty Host is present: it names nothing, so it is refused too.
+  const std::string empty = send_raw("GET /health HTTP/1.1\r\nHost:\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(test::http_status(empty), 403) << empty;
+  EXPECT_EQ(server.terminate(30), 0) << server.log();
+}
+
 }  // namespace
 }  // namespace clm

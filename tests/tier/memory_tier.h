@@ -43,8 +43,9 @@ class MemoryTier : public CacheTier {
   }
   void remove(BlockKey key) override {
     std::lock_guard lock(mu_);
-    entries_.erase(key);
+    if (entries_.erase(key) != 0 && removal_listener_) removal_listener_(std::span<const BlockKey>(&key, 1));
   }
+  void set_removal_listener(TierRemovalListener listener) override { removal_listener_ = std::move(listener); }
   void block_puts(bool blocked) {
     {
       std::lock_guard lock(mu_);
@@ -69,6 +70,7 @@ class MemoryTier : public CacheTier {
   std::map<BlockKey, TierEntry> entries_;
   bool blocked_ = false;
   int gets_ = 0;
+  TierRemovalListener removal_listener_;
 };
 
 }  // namespace clm::test
