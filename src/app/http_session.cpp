@@ -361,6 +361,15 @@ void HttpSession::watch_peer() {
 
 void HttpSession::abandon() {
   generation_.reset();  // cancels the generation if it still runs
+  // With a response still being written, the connection is reset, not
+  // closed in order: what is still queued for a client that does not read
+  // (megabytes in the kernel's buffers, behind a zero window) is dropped now
+  // rather than held until it reads, which may be never. An idle or reading
+  // connection that timed out is closed in order.
+  if (writing_ || !out_.empty()) {
+    beast::error_code ignored;
+    socket_.set_option(asio::socket_base::linger(true, 0), ignored);
+  }
   close_now();
 }
 
