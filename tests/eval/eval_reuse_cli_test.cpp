@@ -95,7 +95,7 @@ TEST(EvalReuseCli, BadCasesFilesExitNonZeroWithAMessage) {
 
   r = run_command(base + shell_quote(dir + "/absent.json"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("cannot read cases file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot open cases file"), std::string::npos) << r.err;
 
   // A prompt longer than the context (here 64 tokens) is refused before
   // anything runs.
