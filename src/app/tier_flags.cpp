@@ -2,6 +2,7 @@
 
 #include "tier/open_cache_tier.h"
 #include "tier/redis_tier.h"
+#include "util/bounded_file.h"
 
 namespace clm {
 
@@ -21,6 +22,10 @@ void add_tier_flags(CLI::App& cmd, TierFlags& f) {
       ->capture_default_str();
   cmd.add_option("--redis", f.redis_url,
                  "share computed KV blocks through Redis at redis://host:port[/db] (a cache tier below RAM)");
+  cmd.add_option("--redis-secret", f.redis_secret,
+                 "authenticate every value in Redis with an HMAC under this secret (shared by the servers)");
+  cmd.add_option("--redis-secret-file", f.redis_secret_file, "the --redis-secret, read from a file (its first line)")
+      ->excludes("--redis-secret");
   cmd.add_option("--redis-ttl", f.redis_ttl_s, "seconds a block written to Redis lives there")
       ->check(CLI::Range(1, 365 * 24 * 3600));
 }
@@ -46,6 +51,14 @@ Result<std::vector<TierFactory>> tier_factories(const TierFlags& f) {
     RedisTierOptions options;
     options.address = *address;
     options.ttl_s = f.redis_ttl_s;
+    options.secret = f.redis_secret;
+    if (!f.redis_secret_file.empty()) {
+      auto secret = read_bounded_file(f.redis_secret_file, 4096, "--redis-secret-file");
+      if (!secret) return std::unexpected(secret.error());
+      while (!secret->empty() && (secret->back() == '\n' || secret->back() == '\r')) secret->pop_back();
+      if (secret->empty()) return fail("--redis-secret-file " + f.redis_secret_file + " holds no secret");
+      options.secret = std::move(*secret);
+    }
     tiers.push_back([options](uint64_t fingerprint, const KvGeometry& geometry) -> Result<std::unique_ptr<CacheTier>> {
       auto tier = RedisTier::open(options, fingerprint, geometry);
       if (!tier) return fail(tier.error().message);

@@ -21,6 +21,8 @@ struct TierFlags {
   double disk_cache_ttl_s = 7 * 24 * 3600;
   std::string redis_url;  // empty: no Redis tier
   int redis_ttl_s = 3600;
+  std::string redis_secret;       // empty: values are not authenticated
+  std::string redis_secret_file;  // the secret read from a file instead
 };
 
 void add_tier_flags(CLI::App& cmd, TierFlags& flags);

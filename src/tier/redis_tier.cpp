@@ -7,12 +7,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <cstdio>
 #include <vector>
 
 #include "tier/entry_codec.h"
 #include "util/hex.h"
+#include "util/sha256.h"
 
 namespace clm {
 
@@ -112,7 +114,8 @@ RedisTier::RedisTier(const RedisTierOptions& options, uint64_t model_fingerprint
   // Another KV type or block size gives other bytes under the same block
   // key: the layout is part of the namespace, so such servers never fight.
   key_base_ = options_.key_prefix + ":" + hex64(fingerprint_) + ":" +
-              (geometry_.type == KvType::F16 ? "f16" : "f32") + "x" + std::to_string(geometry_.block_size) + ":";
+              (geometry_.type == KvType::F16 ? "f16" : "f32") + "x" + std::to_string(geometry_.block_size) + ":" +
+              (options_.secret.empty() ? "" : "mac:");
 }
 
 RedisTier::~RedisTier() {
@@ -121,6 +124,20 @@ RedisTier::~RedisTier() {
 }
 
 std::string RedisTier::key_name(BlockKey key) const { return key_base_ + hex64(key); }
+
+Sha256Digest RedisTier::mac_of(std::string_view name, std::span<const char> value) const {
+  auto as_bytes = [](auto s) { return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()); };
+  // The key's length first, so that no split of key and value reads as another.
+  const std::string length = std::to_string(name.size()) + ":";
+  return hmac_sha256(as_bytes(std::string_view(options_.secret)),
+                     {as_bytes(std::string_view(length)), as_bytes(name), as_bytes(value)});
+}
+
+bool RedisTier::mac_verifies(std::string_view name, std::span<const char> value, std::span<const char> mac) const {
+  Sha256Digest given{};
+  std::memcpy(given.data(), mac.data(), given.size());
+  return same_digest(mac_of(name, value), given);
+}
 
 void RedisTier::drop(Link& link) {
   if (link.ctx) redisFree(link.ctx);
@@ -155,7 +172,7 @@ RedisOpBounds RedisTier::bounds() const {
   constexpr std::size_t kFraming = 64;
   const auto timeout = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(options_.command_timeout_s));
-  return {Clock::now() + timeout, max_entry_bytes(geometry_) + kFraming};
+  return {Clock::now() + timeout, max_entry_bytes(geometry_) + kMacBytes + kFraming};
 }
 
 bool RedisTier::call(Link& link, const std::function<bool(redisContext*, const RedisOpBounds&)>& body) {
@@ -226,9 +243,20 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
     if (is_error(r) || is_error(renewed)) return false;
     if (r->type == REDIS_REPLY_NIL) return true;
     if (r->type != REDIS_REPLY_STRING) return false;
+    std::size_t size = r->len;
+    if (!options_.secret.empty()) {
+      // The MAC is checked before anything in the value is believed.
+      if (size < kMacBytes || !mac_verifies(name, std::span<const char>(r->str, size - kMacBytes),
+                                            std::span<const char>(r->str + size - kMacBytes, kMacBytes))) {
+        damaged = true;
+        ++unauthenticated_;
+        return !is_error(command(ctx, b, {"DEL", name}));
+      }
+      size -= kMacBytes;
+    }
     // The reply's K/V is copied once, into its destination.
-    const EntryReader read = memory_reader(std::as_bytes(std::span<const char>(r->str, r->len)));
-    Result<EntryHeader> header = read_entry_header(r->len, read);
+    const EntryReader read = memory_reader(std::as_bytes(std::span<const char>(r->str, size)));
+    Result<EntryHeader> header = read_entry_header(size, read);
     if (header && header_defect(header->entry, fingerprint_, key, geometry_) == nullptr &&
         read_entry_kv(*header, read, kv)) {
       out = std::move(header->entry);
@@ -248,7 +276,11 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
 
 bool RedisTier::put(const TierEntry& entry) {
   const std::string name = key_name(entry.key);
-  const std::vector<std::byte> bytes = encode_entry(entry);
+  std::vector<std::byte> bytes = encode_entry(entry);
+  if (!options_.secret.empty()) {
+    const Sha256Digest mac = mac_of(name, std::span<const char>(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    for (uint8_t b : mac) bytes.push_back(static_cast<std::byte>(b));
+  }
   const std::string_view value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   const std::string ttl = std::to_string(options_.ttl_s);
   return call(store_, [&](redisContext* ctx, const RedisOpBounds& b) {

@@ -26,6 +26,7 @@
 #include "tier/circuit_breaker.h"
 #include "tier/redis_url.h"
 #include "tier/tier_health.h"
+#include "util/sha256.h"
 
 struct redisContext;
 
@@ -40,6 +41,11 @@ struct RedisTierOptions {
   double connect_timeout_s = 0.25;
   double command_timeout_s = 0.25;   // one whole operation (its commands and replies)
   double breaker_cooldown_s = 10.0;   // how long Redis is skipped after a failure
+  // With a secret, every value carries an HMAC-SHA256 over its Redis key
+  // (prefix, model fingerprint, layout, block key) and its bytes; a value
+  // whose MAC does not verify is a miss, counted and deleted. Such entries
+  // live under keys of their own, apart from unauthenticated ones.
+  std::string secret;
   std::function<double()> clock;      // the breaker's clock (tests)
 };
 
@@ -63,6 +69,8 @@ class RedisTier : public CacheTier, public TierHealth {
   const CircuitBreaker& breaker() const { return breaker_; }
   // Values read back that failed decoding or their checks (each deleted).
   uint64_t damaged() const { return damaged_.load(); }
+  // Of those, values whose MAC did not verify (with a secret only).
+  uint64_t unauthenticated() const { return unauthenticated_.load(); }
   // The Redis key of a block (tests damage values through it).
   std::string key_name(BlockKey key) const;
 
@@ -83,6 +91,10 @@ class RedisTier : public CacheTier, public TierHealth {
   // A new operation's deadline and reply bound.
   RedisOpBounds bounds() const;
   bool connect(Link& link);
+  // The MAC a value stored under Redis key `name` carries (with a secret).
+  Sha256Digest mac_of(std::string_view name, std::span<const char> value) const;
+  bool mac_verifies(std::string_view name, std::span<const char> value, std::span<const char> mac) const;
+  static constexpr std::size_t kMacBytes = 32;
   static void drop(Link& link);
 
   RedisTierOptions options_;
@@ -92,6 +104,7 @@ class RedisTier : public CacheTier, public TierHealth {
   CircuitBreaker breaker_;
   Link lookup_, store_;
   std::atomic<uint64_t> damaged_{0};
+  std::atomic<uint64_t> unauthenticated_{0};
   TierRemovalListener removal_listener_;
 };
 

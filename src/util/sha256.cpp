@@ -1,5 +1,6 @@
 #include "util/sha256.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace clm {
@@ -62,6 +63,31 @@ Sha256Digest sha256(std::span<const uint8_t> data) {
   for (int i = 0; i < 8; ++i)
     for (int j = 0; j < 4; ++j) out[static_cast<std::size_t>(4 * i + j)] = static_cast<uint8_t>(h[i] >> (24 - 8 * j));
   return out;
+}
+
+Sha256Digest hmac_sha256(std::span<const uint8_t> key, std::initializer_list<std::span<const uint8_t>> parts) {
+  constexpr std::size_t kBlock = 64;
+  std::array<uint8_t, kBlock> k{};
+  if (key.size() > kBlock) {
+    const Sha256Digest hashed = sha256(key);
+    std::copy(hashed.begin(), hashed.end(), k.begin());
+  } else {
+    std::copy(key.begin(), key.end(), k.begin());
+  }
+  std::vector<uint8_t> inner(kBlock);
+  for (std::size_t i = 0; i < kBlock; ++i) inner[i] = static_cast<uint8_t>(k[i] ^ 0x36);
+  for (std::span<const uint8_t> part : parts) inner.insert(inner.end(), part.begin(), part.end());
+  const Sha256Digest inner_digest = sha256(inner);
+  std::vector<uint8_t> outer(kBlock);
+  for (std::size_t i = 0; i < kBlock; ++i) outer[i] = static_cast<uint8_t>(k[i] ^ 0x5c);
+  outer.insert(outer.end(), inner_digest.begin(), inner_digest.end());
+  return sha256(outer);
+}
+
+bool same_digest(const Sha256Digest& a, const Sha256Digest& b) {
+  unsigned diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned>(a[i] ^ b[i]);
+  return diff == 0;
 }
 
 }  // namespace clm

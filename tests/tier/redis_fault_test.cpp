@@ -13,6 +13,7 @@
 #include "support/redis_fault_proxy.h"
 #include "support/redis_server.h"
 #include "support/tier_entries.h"
+#include "tier/entry_codec.h"
 #include "tier/redis_tier.h"
 
 namespace clm {
@@ -28,8 +29,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-std::unique_ptr<RedisTier> tier_at(const std::string& url, double* now = nullptr) {
+std::unique_ptr<RedisTier> tier_at(const std::string& url, double* now = nullptr, const std::string& secret = "") {
   RedisTierOptions o;
+  o.secret = secret;
   o.address = *parse_redis_url(url);
   o.command_timeout_s = kTimeout;
   o.connect_timeout_s = kTimeout;
@@ -120,6 +122,45 @@ TEST(RedisFault, APassingProxyChangesNothing) {
   ASSERT_TRUE(back);
   EXPECT_EQ(back->kv, e.kv);
   EXPECT_GT(proxy.bytes_sent(), e.kv.size());
+}
+
+// Anyone who can write to the Redis can store a well-formed entry (its
+// checksum is not keyed) under a block's key; with a secret, such an entry is
+// a miss, counted and deleted, and servers sharing the secret share entries.
+TEST(RedisFault, AForgedEntryIsRefusedWithASecret) {
+  RedisServer server;
+  auto writer = tier_at(server.url(), nullptr, "s3cret");
+  auto reader = tier_at(server.url(), nullptr, "s3cret");
+  auto stranger = tier_at(server.url(), nullptr, "another secret");
+  const TierEntry e = test::chain_entries(kFingerprint, 1)[0];
+  ASSERT_TRUE(writer->put(e));
+  auto shared = reader->get(e.key);
+  ASSERT_TRUE(shared);
+  EXPECT_EQ(shared->kv, e.kv);
+  EXPECT_FALSE(stranger->get(e.key)) << "a MAC under another secret verifies";
+  EXPECT_EQ(stranger->unauthenticated(), 1u);
+  // The forgery: the same entry with other K/V, encoded and checksummed as
+  // the codec does, written under the authenticated key without a MAC, then
+  // with the right length but a wrong MAC.
+  ASSERT_TRUE(writer->put(e));
+  TierEntry forged = e;
+  for (std::byte& b : forged.kv) b = std::byte{0};
+  const std::vector<std::byte> bytes = encode_entry(forged);
+  std::string value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  ASSERT_EQ(server.command({"SET", reader->key_name(e.key), value}), "OK");
+  EXPECT_FALSE(reader->get(e.key));
+  ASSERT_EQ(server.command({"SET", reader->key_name(e.key), value + std::string(32, 'x')}), "OK");
+  EXPECT_FALSE(reader->get(e.key));
+  EXPECT_EQ(reader->unauthenticated(), 2u);
+  EXPECT_EQ(server.command({"EXISTS", reader->key_name(e.key)}), "0") << "the forgery is deleted";
+  // Without a secret the same forgery is taken for the real thing: what the
+  // README warns of.
+  auto open_tier = tier_at(server.url());
+  ASSERT_EQ(server.command({"SET", open_tier->key_name(e.key), value}), "OK");
+  auto taken = open_tier->get(e.key);
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->kv, forged.kv);
+  EXPECT_NE(open_tier->key_name(e.key), reader->key_name(e.key)) << "authenticated entries live apart";
 }
 
 }  // namespace
