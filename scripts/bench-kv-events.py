@@ -8,10 +8,13 @@ pool stores and evicts blocks all the time (BlockStored and BlockRemoved
 events in every batch). With --events a subscriber in this process decodes
 every batch (msgpack) as a router would and checks the sequence numbers.
 Prints generated tokens per second over the workload, and, with events,
-what the subscriber got. Time the two modes side by side with farm-bench:
+what the subscriber got. Compare the two modes side by side, alternating
+them run by run on one machine (A B A B ...), e.g.:
 
-  farm-bench -n 5 --vs "/usr/bin/python3 scripts/bench-kv-events.py --no-events" -- \\
-      /usr/bin/python3 scripts/bench-kv-events.py --events
+  for i in 1 2 3 4 5; do
+    /usr/bin/python3 scripts/bench-kv-events.py --events
+    /usr/bin/python3 scripts/bench-kv-events.py --no-events
+  done
 """
 
 from __future__ import annotations
