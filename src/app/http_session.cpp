@@ -284,6 +284,15 @@ void HttpSession::begin_generation(std::unique_ptr<GenerationReply> generation) 
     out_ += keep_alive_ ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
     for (const auto& [k, v] : cors_headers(s_.policy, request_)) out_ += k + ": " + v + "\r\n";
     out_ += "\r\n";
+    // The kernel's send buffer would otherwise grow to megabytes for a
+    // client that does not read (on loopback its writes never block until
+    // then), so that the stream's own bound would never be reached. A token
+    // stream needs little in flight.
+    constexpr std::size_t kMinSendBuffer = 64 * 1024, kMaxSendBuffer = 4 * 1024 * 1024;
+    const std::size_t send_buffer =
+        std::clamp(s_.ctx.options.limits.max_stream_buffer_bytes, kMinSendBuffer, kMaxSendBuffer);
+    beast::error_code ignored;
+    socket_.set_option(asio::socket_base::send_buffer_size(static_cast<int>(send_buffer)), ignored);
   }
   watch_peer();
   pump();
