@@ -180,19 +180,27 @@ TEST(ServerLoad, AClientThatDoesNotReadLosesItsStreamAlone) {
   // Meanwhile others are served.
   EXPECT_LE(health_seconds(port), 0.1);
   json stats;
+  // Until the server has let go of it: the only connection left is the
+  // one asking for /stats.
   for (int i = 0; i < 600; ++i) {
     stats = get_stats(port);
-    if (stats["server"]["in_flight"] == 0 && stats["scheduler"]["running"] == 0) break;
+    if (stats["server"]["in_flight"] == 0 && stats["scheduler"]["running"] == 0 &&
+        stats["server"]["connections"] == 1)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
   // Its generation was cancelled before it ran to its end, and the server
-  // reset the connection rather than hold the backlog: the bytes still
-  // queued for it are dropped, so the reset reaches it at once (an orderly
-  // close would reach it only behind them, through a window it never opens).
+  // reset the connection rather than hold the backlog (the bytes still
+  // queued for it are dropped). When the client sees the reset is up to the
+  // kernels: at once in quiet runs, but after a zero window an RST may be
+  // answered with a challenge ACK first (RFC 5961), which took up to 20 s
+  // under ASan on a loaded machine. So the server's side is what is timed,
+  // and the client only has to see the end eventually.
   EXPECT_EQ(stats["server"]["in_flight"], 0) << stats.dump();
+  EXPECT_EQ(stats["server"]["connections"], 1) << stats.dump();
   EXPECT_LT(stats["scheduler"]["generated_tokens"].get<uint64_t>(), static_cast<uint64_t>(kMaxTokens))
       << stats.dump();
-  EXPECT_TRUE(sleeper.closed_by_server(30));
+  EXPECT_TRUE(sleeper.closed_by_server(120));
   EXPECT_EQ(server.terminate(30), 0) << server.log();
 }
 
