@@ -88,7 +88,7 @@ int visible_end(const int32_t* slot_positions, int n_slots, int32_t query_pos) {
 void mask_scores(float* scores, const int32_t* slot_positions, int end, int32_t query_pos) {
   for (int s = 0; s < end; ++s) {
     const int32_t p = slot_positions[s];
-    scores[s] = (p == -1) | (p > query_pos) ? kNegInf : scores[s];
+    scores[s] = ((p == -1) | (p > query_pos)) ? kNegInf : scores[s];
   }
 }
 

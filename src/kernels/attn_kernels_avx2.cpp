@@ -13,10 +13,10 @@
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/element_read.h"
+#include "kernels/target_region.h"
 #include "util/half.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace clm {
 
@@ -227,7 +227,7 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
 }  // namespace
 }  // namespace clm
 
-#pragma GCC pop_options
+CLM_TARGET_END
 
 namespace clm {
 

@@ -3,6 +3,7 @@
 // and run only after cpu_features has confirmed them (and AVX2+FMA+F16C).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -11,15 +12,17 @@
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/element_read.h"
+#include "kernels/target_region.h"
 #include "util/half.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx2,fma,f16c")
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a warning only GCC has
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace clm {
 
@@ -396,7 +399,7 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
 }  // namespace clm
 
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+CLM_TARGET_END
 
 namespace clm {
 

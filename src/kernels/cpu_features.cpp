@@ -1,5 +1,7 @@
 #include "kernels/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 
 namespace clm {
@@ -9,13 +11,20 @@ std::atomic<KernelPath>& active_path() {
   static std::atomic<KernelPath> path{best_kernel_path()};
   return path;
 }
+// F16C from CPUID (leaf 1, ECX): clang before 17 does not know "f16c" as a
+// __builtin_cpu_supports feature. The AVX2 check beside it also confirms
+// that the system saves the YMM registers.
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
 }  // namespace
 
 bool kernel_path_supported(KernelPath p) {
   switch (p) {
     case KernelPath::Scalar: return true;
     case KernelPath::Avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case KernelPath::Avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     case KernelPath::Avx512Vnni:

@@ -4,9 +4,9 @@
 #include <immintrin.h>
 
 #include "kernels/peak_probe.h"
+#include "kernels/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
+CLM_TARGET_BEGIN("avx2,fma")
 
 namespace clm {
 
@@ -55,4 +55,4 @@ const PeakLoops& avx2_peak_loops() { return kAvx2; }
 
 }  // namespace clm
 
-#pragma GCC pop_options
+CLM_TARGET_END

@@ -5,13 +5,15 @@
 #include <immintrin.h>
 
 #include "kernels/peak_probe.h"
+#include "kernels/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl")
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl")
 // GCC 12's own AVX-512 extract intrinsics trip these (as in vec_dot_avx512.cpp).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a warning only GCC has
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace clm {
 
@@ -52,9 +54,11 @@ double maddubs_zmm(std::uint64_t iterations, float* sink) {
 }
 
 // VNNI only here, so that the compiler cannot fuse the madd + add above
-// into vpdpwssd and measure something the non-VNNI path never runs.
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
+// into vpdpwssd and measure something the non-VNNI path never runs. (A
+// region of its own, not one nested in the other: clang does not merge the
+// features of nested regions.)
+CLM_TARGET_END
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni")
 double dpbusd_zmm(std::uint64_t iterations, float* sink) {
   __m512i acc[kChains];
   for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_epi32(k);
@@ -68,7 +72,8 @@ double dpbusd_zmm(std::uint64_t iterations, float* sink) {
   *sink = static_cast<float>(_mm_cvtsi128_si32(_mm512_castsi512_si128(t)));
   return 2.0 * 64 * kChains * static_cast<double>(iterations);
 }
-#pragma GCC pop_options
+CLM_TARGET_END
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl")
 
 constexpr PeakLoops kAvx512{fma_zmm, "vfmadd zmm", maddubs_zmm, "vpmaddubsw + vpmaddwd zmm"};
 constexpr PeakLoops kAvx512Vnni{fma_zmm, "vfmadd zmm", dpbusd_zmm, "vpdpbusd zmm"};
@@ -81,4 +86,4 @@ const PeakLoops& avx512_vnni_peak_loops() { return kAvx512Vnni; }
 }  // namespace clm
 
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+CLM_TARGET_END

@@ -10,9 +10,9 @@
 #include <cstring>
 
 #include "kernels/rope_shift_paths.h"
+#include "kernels/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace clm {
 
@@ -148,4 +148,4 @@ void rope_shift_rotate_avx2(const std::byte* src, std::byte* dst, KvType type, i
 
 }  // namespace clm
 
-#pragma GCC pop_options
+CLM_TARGET_END

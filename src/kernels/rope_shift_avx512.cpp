@@ -9,14 +9,16 @@
 #include <cstdint>
 
 #include "kernels/rope_shift_paths.h"
+#include "kernels/target_region.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12's own conversions read a deliberately undefined register, which
 // -Wmaybe-uninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a warning only GCC has
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace clm {
 
@@ -126,4 +128,4 @@ void rope_shift_rotate_avx512(const std::byte* src, std::byte* dst, KvType type,
 }  // namespace clm
 
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+CLM_TARGET_END

@@ -13,10 +13,10 @@
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
+#include "kernels/target_region.h"
 #include "util/half.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace clm {
 
@@ -224,7 +224,7 @@ inline __m256i k_scaled_add256(__m256i acc, __m256i pairs, __m256i scales) {
 #include "kernels/kquant_dot256.h"
 #include "kernels/quant_tile_avx2.h"
 
-#pragma GCC pop_options
+CLM_TARGET_END
 
 namespace clm {
 

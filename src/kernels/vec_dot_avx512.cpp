@@ -13,15 +13,17 @@
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/vec_dot.h"
+#include "kernels/target_region.h"
 #include "util/half.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a warning only GCC has
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace clm {
 
@@ -309,7 +311,7 @@ void tile_q4_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte
 }  // namespace clm
 
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+CLM_TARGET_END
 
 namespace clm {
 

@@ -13,14 +13,16 @@
 
 #include "kernels/kquant_blocks.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/target_region.h"
 #include "kernels/vec_dot.h"
 #include "util/half.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
+CLM_TARGET_BEGIN("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a warning only GCC has
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace clm {
 namespace {
@@ -92,7 +94,7 @@ void tile_q4_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte
 }  // namespace clm
 
 #pragma GCC diagnostic pop
-#pragma GCC pop_options
+CLM_TARGET_END
 
 namespace clm {
 
