@@ -25,6 +25,9 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// C++20 deduces this for an aggregate by itself; clang before 17 needs it said.
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 // What an undefined operand was called, for messages ("'x' is undefined").
 std::string describe_operand(const Expr& e) {
