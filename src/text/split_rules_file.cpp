@@ -61,7 +61,7 @@ Result<SemanticSplitter> parse_split_rules(std::string_view json_text, SplitterO
   json doc;
   try {
     doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a number too large for a double is out_of_range, not parse_error
     return fail(std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) return fail("expected a JSON object with a \"rules\" array");

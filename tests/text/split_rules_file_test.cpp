@@ -79,6 +79,13 @@ TEST(SplitRulesFile, ClearErrors) {
              "rule 0: \"min_length\" must be an integer");
 }
 
+// Found by fuzz_split_rules: a number too large for a double made the JSON
+// library throw out_of_range (not parse_error), which escaped as an abort.
+TEST(SplitRulesFile, NumberOverflowIsAnError) {
+  EXPECT_HAS(error_of("61e+881"), "not valid JSON");
+  EXPECT_HAS(error_of(R"({"rules": [], "min_block_length": 1e999})"), "not valid JSON");
+}
+
 TEST(SplitRulesFile, LoadNamesTheFile) {
   const std::string dir = test::temp_dir();
   const std::string path = dir + "/rules.json";
