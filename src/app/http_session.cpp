@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "app/api_key.h"
+#include "app/http_head.h"
 #include "app/http_reply.h"
 #include "app/json_shape.h"
 
@@ -31,11 +32,6 @@ std::string endpoint_label(const std::string& path) {
 // Routes a browser or a load balancer may reach without the key.
 // The pages carry no data (what they show is fetched with the key).
 bool is_public(const std::string& path) { return path == "/" || path == "/dashboard" || path == "/health"; }
-
-ApiError header_too_large_error(const std::string& what) {
-  return api_error(HttpErrorKind::HeadersTooLarge, "the request head is too large: " + what, "",
-                   "request_header_fields_too_large");
-}
 
 // The address this connection came in on, an IPv4-mapped one as IPv4; empty
 // if the socket cannot say.
@@ -122,17 +118,9 @@ void HttpSession::on_head(beast::error_code ec) {
   }
   disarm();
   const auto& head = parser_->get();
-  request_ = HttpRequest{};
-  request_.method = std::string(head.method_string());
-  const std::string target(head.target());
-  request_.path = target.substr(0, target.find('?'));
-  int fields = 0;
-  for (const auto& f : head) {
-    if (++fields > s_.ctx.options.limits.max_headers)
-      return refuse(header_too_large_error("more than " + std::to_string(s_.ctx.options.limits.max_headers) +
-                                           " header fields (--max-headers)"));
-    request_.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
-  }
+  auto request = request_from_head(head, s_.ctx.options.limits.max_headers);
+  if (!request) return refuse(request.error());
+  request_ = std::move(*request);
   keep_alive_ = head.keep_alive() && !s_.ctx.draining;
 
   if (auto denied = check_access(s_.policy, request_, local_address(socket_))) return refuse(*denied);
