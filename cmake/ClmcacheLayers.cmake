@@ -10,14 +10,18 @@
 set(CLMCACHE_LAYERS_DIR ${PROJECT_BINARY_DIR}/layers)
 set(CLMCACHE_SRC_DIR ${PROJECT_SOURCE_DIR}/src)
 
-# clmcache_layer(<layer> [DEPENDS <layer>...] [EXCLUDE <source>...])
+# clmcache_layer(<layer> [DEPENDS <layer>...] [EXCLUDE <source>...] [ONLY <source>...])
 # clmcache_<layer> from src/<layer>'s sources (subfolders included, the
-# EXCLUDEd ones, relative to src/<layer>, left out), linking PUBLIC the
-# layers it includes; those are defined first, bottom up.
+# EXCLUDEd ones, relative to src/<layer>, left out; with ONLY, just those),
+# linking PUBLIC the layers it includes; those are defined first, bottom up.
 function(clmcache_layer layer)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "DEPENDS;EXCLUDE")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "DEPENDS;EXCLUDE;ONLY")
   set(dir ${CLMCACHE_SRC_DIR}/${layer})
-  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  if(arg_ONLY)
+    list(TRANSFORM arg_ONLY PREPEND ${dir}/ OUTPUT_VARIABLE sources)
+  else()
+    file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
+  endif()
   foreach(excluded IN LISTS arg_EXCLUDE)
     list(REMOVE_ITEM sources ${dir}/${excluded})
   endforeach()
