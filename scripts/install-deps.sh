@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages clmcache needs: to build and run it, or
 # with --test also to build and run its tests (GoogleTest, the HTTP client,
-# Redis, HAProxy, Chromium, Node.js, pybind11, pytest and the Python ZeroMQ,
-# msgpack and CBOR modules). Skips apt entirely when
-# everything is already there.
+# Redis, HAProxy, Chromium, Node.js, pybind11, pytest, the Python ZeroMQ,
+# msgpack and CBOR modules, and clang 16 with libFuzzer for
+# scripts/fuzz.sh). Skips apt entirely when everything is already there.
 set -euo pipefail
 
 packages=(
@@ -19,6 +19,7 @@ if [ "${1:-}" = "--test" ]; then
     redis-server chromium
     pybind11-dev python3-dev python3-pytest python3-numpy
     python3-zmq python3-msgpack python3-cbor2 haproxy
+    clang-16 libclang-rt-16-dev
   )
   # The server's client tests (tests/app/node) need node and npm; a Node.js
   # installed some other way is kept.
