@@ -1,9 +1,11 @@
 // The HTTP front's pure checks: the JSON shape scan (depth and value count
-// before parsing) and the Host/Origin policy.
+// before parsing), the head as the server takes it, and the Host/Origin
+// policy.
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "app/http_head.h"
 #include "app/http_policy.h"
 #include "app/json_shape.h"
 
@@ -36,6 +38,28 @@ TEST(JsonShape, RefusesPastEitherLimitAndStopsEarly) {
   EXPECT_EQ(too_large->code, "json_too_large");
   EXPECT_FALSE(check_json_shape(wide, 64, 102));
   EXPECT_FALSE(check_json_shape(R"({"prompt": "Once"})", 2, 10));
+}
+
+TEST(HttpHead, PathLosesItsQueryAndFieldsStayInOrderUpToTheLimit) {
+  namespace http = boost::beast::http;
+  http::request_header<> head;
+  head.method(http::verb::post);
+  head.target("/v1/completions?stream=1?x");
+  head.insert("Host", "127.0.0.1");
+  head.insert("X-Two", "b");
+  head.insert("x-two", "c");
+  const auto request = request_from_head(head, 3);
+  ASSERT_TRUE(request);
+  EXPECT_EQ(request->method, "POST");
+  EXPECT_EQ(request->path, "/v1/completions");
+  ASSERT_EQ(request->headers.size(), 3u);
+  EXPECT_EQ(request->headers[1], (std::pair<std::string, std::string>("X-Two", "b")));
+  EXPECT_EQ(request->header("X-TWO"), "b");
+
+  const auto over = request_from_head(head, 2);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().status, 431);
+  EXPECT_NE(over.error().message.find("more than 2 header fields (--max-headers)"), std::string::npos);
 }
 
 TEST(HttpPolicy, HostMustNameTheServer) {
