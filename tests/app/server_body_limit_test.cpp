@@ -15,6 +15,7 @@
 #include "support/raw_http.h"
 #include "support/run_command.h"
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -25,23 +26,12 @@ using test::RawConnection;
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
-class ServerBodyLimit : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new test::ServerProcess(
-        {"-m", test::shared_file("models/stories260K.gguf"), "-c", "512", "--max-body-bytes", std::to_string(kMiB)});
+class ServerBodyLimit : public test::SharedServerTest<ServerBodyLimit> {
+ public:
+  static std::vector<std::string> server_args() {
+    return {"-m", test::shared_file("models/stories260K.gguf"), "-c", "512", "--max-body-bytes", std::to_string(kMiB)};
   }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
-  static int port() { return server_->port(); }
-  static test::ServerProcess* server_;
 };
-
-test::ServerProcess* ServerBodyLimit::server_ = nullptr;
 
 std::string completion_body(std::size_t bytes) {
   return R"({"prompt": ")" + std::string(bytes, 'a') + R"(", "max_tokens": 1})";

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -56,22 +57,13 @@ json complete(int port, const std::string& prompt, const char* reuse) {
   return json::parse(res->body);
 }
 
-class ServerDashboardTest : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new test::ServerProcess({"-m", test::shared_file("models/stories260K.gguf"), "-c", "512", "--reuse",
-                                       "shift", "--reuse-lead", "2", "--api-key", kKey});
+class ServerDashboardTest : public test::SharedServerTest<ServerDashboardTest> {
+ public:
+  static std::vector<std::string> server_args() {
+    return {"-m", test::shared_file("models/stories260K.gguf"), "-c", "512", "--reuse", "shift", "--reuse-lead", "2",
+            "--api-key", kKey};
   }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
-  int port() const { return server_->port(); }
-  static test::ServerProcess* server_;
 };
-
-test::ServerProcess* ServerDashboardTest::server_ = nullptr;
 
 TEST_F(ServerDashboardTest, ThePageIsPublicAndItsDataNeedsTheKey) {
   httplib::Client c("127.0.0.1", port());

@@ -15,6 +15,7 @@
 
 #include "support/prometheus_text.h"
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -24,18 +25,12 @@ using nlohmann::json;
 
 constexpr int kCtx = 192;
 
-class ServerKvBudgetTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    server_ = new test::ServerProcess({"-m", test::shared_file("models/stories260K.gguf"), "-c", std::to_string(kCtx),
-                                       "--block-size", "16", "--kv-budget-tokens", "96", "--max-batch-tokens", "32"});
+class ServerKvBudgetTest : public test::SharedServerTest<ServerKvBudgetTest> {
+ public:
+  static std::vector<std::string> server_args() {
+    return {"-m", test::shared_file("models/stories260K.gguf"), "-c", std::to_string(kCtx),
+            "--block-size", "16", "--kv-budget-tokens", "96", "--max-batch-tokens", "32"};
   }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
 
   static httplib::Result post(const std::string& path, const json& body) {
     httplib::Client c("127.0.0.1", server_->port());
@@ -56,10 +51,7 @@ class ServerKvBudgetTest : public ::testing::Test {
     return res ? res->body : std::string();
   }
 
-  static test::ServerProcess* server_;
 };
-
-test::ServerProcess* ServerKvBudgetTest::server_ = nullptr;
 
 // A conversation of plain lower-case sentences: nothing the default protect
 // rules keep (numbers, identifiers, names), so the budget holds exactly.

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -122,20 +123,10 @@ bool any_null_from(const json& r, std::size_t n, int start) {
   return false;
 }
 
-class ServerLogprobStart : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new test::ServerProcess({"-m", model(), "-c", "512"}); }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
-  static int port() { return server_->port(); }
-  static test::ServerProcess* server_;
+class ServerLogprobStart : public test::SharedServerTest<ServerLogprobStart> {
+ public:
+  static std::vector<std::string> server_args() { return {"-m", model(), "-c", "512"}; }
 };
-
-test::ServerProcess* ServerLogprobStart::server_ = nullptr;
 
 TEST_F(ServerLogprobStart, APrefixHitScoresTheContinuationAsAColdRunDoes) {
   const std::vector<int32_t> context = tokenize(port(), kContext);

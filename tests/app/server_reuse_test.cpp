@@ -21,6 +21,7 @@
 #include "support/float_text.h"
 #include "support/prometheus_text.h"
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -126,16 +127,9 @@ void check_scored(const json& r, const std::vector<int32_t>& ids, int top) {
   }
 }
 
-class ServerReuseTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new test::ServerProcess(model_args()); }
-  static void TearDownTestSuite() {
-    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
-  static int port() { return server_->port(); }
+class ServerReuseTest : public test::SharedServerTest<ServerReuseTest> {
+ public:
+  static std::vector<std::string> server_args() { return model_args(); }
   static json post(const std::string& path, const json& body) { return post_ok(port(), path, body); }
 
   // The ids the server's tokenizer gives `text` (BOS included), read from an
@@ -145,10 +139,7 @@ class ServerReuseTest : public ::testing::Test {
     return ids_of_tokens(r["choices"][0]["logprobs"]["tokens"]);
   }
 
-  static test::ServerProcess* server_;
 };
-
-test::ServerProcess* ServerReuseTest::server_ = nullptr;
 
 TEST_F(ServerReuseTest, ScoresATokenIdPromptWithoutGenerating) {
   const json by_text = post("/v1/completions", score_body(kScoreText, "off", 2));

@@ -17,6 +17,7 @@
 
 #include "support/prometheus_text.h"
 #include "support/server_process.h"
+#include "support/shared_server_test.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -103,16 +104,10 @@ void expect_error(const httplib::Result& res, int status, const std::string& cod
   EXPECT_EQ(j["error"]["code"], code) << res->body;
 }
 
-class ServerTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { server_ = new test::ServerProcess(model_args()); }
-  static void TearDownTestSuite() {
-    // After everything above (hang-ups included) it still shuts down cleanly.
-    EXPECT_EQ(server_->terminate(30), 0) << server_->log();
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override { ASSERT_GT(server_->port(), 0); }
+class ServerTest : public test::SharedServerTest<ServerTest> {
+ public:
+  // After every test (hang-ups included) it still shuts down cleanly.
+  static std::vector<std::string> server_args() { return model_args(); }
 
   std::unique_ptr<httplib::Client> client() const {
     auto c = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
@@ -137,10 +132,7 @@ class ServerTest : public ::testing::Test {
     return json::parse(res->body, nullptr, false);
   }
 
-  static test::ServerProcess* server_;
 };
-
-test::ServerProcess* ServerTest::server_ = nullptr;
 
 TEST_F(ServerTest, HealthModelsAndPage) {
   EXPECT_EQ(get_json("/health")["status"], "ok");
