@@ -243,24 +243,24 @@ std::optional<TierEntry> RedisTier::get_into(BlockKey key, std::span<std::byte> 
     if (is_error(r) || is_error(renewed)) return false;
     if (r->type == REDIS_REPLY_NIL) return true;
     if (r->type != REDIS_REPLY_STRING) return false;
-    std::size_t size = r->len;
-    if (!options_.secret.empty()) {
-      // The MAC is checked before anything in the value is believed.
-      if (size < kMacBytes || !mac_verifies(name, std::span<const char>(r->str, size - kMacBytes),
-                                            std::span<const char>(r->str + size - kMacBytes, kMacBytes))) {
-        damaged = true;
-        ++unauthenticated_;
-        return !is_error(command(ctx, b, {"DEL", name}));
+    std::span<const char> value(r->str, r->len);
+    // With a secret, the MAC is checked before anything in the value is believed.
+    const bool signed_values = !options_.secret.empty();
+    const bool authentic = !signed_values || (value.size() >= kMacBytes &&
+                                              mac_verifies(name, value.first(value.size() - kMacBytes),
+                                                           value.last(kMacBytes)));
+    if (!authentic) {
+      ++unauthenticated_;
+    } else {
+      if (signed_values) value = value.first(value.size() - kMacBytes);
+      // The reply's K/V is copied once, into its destination.
+      const EntryReader read = memory_reader(std::as_bytes(value));
+      Result<EntryHeader> header = read_entry_header(value.size(), read);
+      if (header && header_defect(header->entry, fingerprint_, key, geometry_) == nullptr &&
+          read_entry_kv(*header, read, kv)) {
+        out = std::move(header->entry);
+        return true;
       }
-      size -= kMacBytes;
-    }
-    // The reply's K/V is copied once, into its destination.
-    const EntryReader read = memory_reader(std::as_bytes(std::span<const char>(r->str, size)));
-    Result<EntryHeader> header = read_entry_header(size, read);
-    if (header && header_defect(header->entry, fingerprint_, key, geometry_) == nullptr &&
-        read_entry_kv(*header, read, kv)) {
-      out = std::move(header->entry);
-      return true;
     }
     // Damaged or foreign under our key: a miss, and gone, so that the next
     // writer can replace it.
