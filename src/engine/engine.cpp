@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 
 #include "engine/kv_budget.h"
 #include "kernels/numerics.h"
@@ -87,10 +88,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     std::vector<std::unique_ptr<CacheTier>> tiers;
     for (const TierFactory& open : options.tiers) {
       auto tier = open(e->cache_fingerprint_, g);
-      if (!tier) return fail(tier.error().message);
-      tiers.push_back(std::move(*tier));
+      if (tier) {
+        tiers.push_back(std::move(*tier));
+        continue;
+      }
+      // A store that cannot be opened now (a full disk) was left as it is:
+      // serving without it loses nothing, and the next start uses it again.
+      if (tier.error().kind != ErrorKind::Unavailable) return fail(tier.error().message);
+      std::fprintf(stderr, "clmcache: %s; running without this tier until a start finds it usable\n",
+                   tier.error().message.c_str());
+      e->unavailable_tiers_.push_back(tier.error().message);
     }
-    e->tiers_ =
+    if (!tiers.empty())
+      e->tiers_ =
         std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20,
                                            options.kv_events);
   }
@@ -195,7 +205,9 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
 }
 
 EngineCacheStats Engine::cache_stats() const {
-  return {scheduler_->cache_stats(), scheduler_->stats(), tiers_ ? tiers_->stats() : TierStats{}};
+  EngineCacheStats s{scheduler_->cache_stats(), scheduler_->stats(), tiers_ ? tiers_->stats() : TierStats{}};
+  s.tiers.unavailable = unavailable_tiers_;
+  return s;
 }
 
 }  // namespace clm

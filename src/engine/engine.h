@@ -155,6 +155,7 @@ class Engine {
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<TierSet> tiers_;  // outlives the cache, which tells it of blocks
+  std::vector<std::string> unavailable_tiers_;  // left out at start: why, each (TierStats::unavailable)
   std::unique_ptr<KvCacheManager> cache_;
   std::unique_ptr<Scheduler> scheduler_;
   std::mutex step_mu_;  // one caller thread steps the scheduler at a time
