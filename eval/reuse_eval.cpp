@@ -95,8 +95,7 @@ Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max
   GenerateOptions g;
   const ReuseMode mode = v.mode;
   if (mode == ReuseMode::Blend) {
-    g.blend_ratio = v.blend.ratio;
-    g.blend_adaptive = v.blend.adaptive;
+    g.blend = v.blend;
   }
   g.max_tokens = max_tokens;
   g.stop_at_end_of_generation = false;  // a fixed length, so continuations compare position by position
@@ -120,7 +119,7 @@ Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max
 // Starts the case from an empty cache. No scheduler loop runs here, so this
 // thread is the cache's only user, and every earlier request has released
 // its blocks before generate() returned.
-void clear_cache(Engine& engine) { engine.scheduler().cache().clear_cached(); }
+void clear_cache(Engine& engine) { engine.clear_cached(); }
 
 // Fills the cache with the warm prompts, computed exactly (prefix reuse only).
 Status warm_up(Engine& engine, const TokenizedCase& c) {

@@ -170,7 +170,7 @@ void HttpServer::shutdown(double grace_s, double delay_s) {
   wait_idle(grace_s);
   if (m.ctx.in_flight > 0) {
     // Cancelled generations end their streams with an error event.
-    m.ctx.engine.scheduler().stop();
+    m.ctx.engine.stop();
     wait_idle(0.5);
   }
   // The last events were handed to the sockets as they were produced; give

@@ -133,23 +133,28 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
 
 Engine::~Engine() = default;
 
+const ReuseOptions& Engine::reuse_defaults() const { return scheduler_->options().reuse; }
+
+void Engine::start() { scheduler_->start(); }
+
+void Engine::stop() { scheduler_->stop(); }
+
+Result<std::unique_ptr<TokenStream>> Engine::open_stream(Request request, TokenStream::ReadyCallback on_ready) {
+  return TokenStream::open(*scheduler_, std::move(request), std::move(on_ready));
+}
+
+void Engine::pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s) {
+  scheduler_->pin_session(std::move(id), std::move(tokens), cache_namespace, hold_s);
+}
+
+void Engine::unpin_session(std::string id, PinEnd end) { scheduler_->unpin_session(std::move(id), end); }
+
+void Engine::clear_cached() { scheduler_->cache().clear_cached(); }
+
 Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                          const std::function<bool(const GeneratedToken&)>& on_token) {
-  Request req;
+  Request req{options};
   req.prompt.assign(prompt.begin(), prompt.end());
-  req.max_tokens = options.max_tokens;
-  req.top_logprobs = options.top_logprobs;
-  req.stop_at_end_of_generation = options.stop_at_end_of_generation;
-  req.sampler = options.sampler;
-  req.cache_namespace = options.cache_namespace;
-  req.reuse = options.reuse;
-  req.blend_ratio = options.blend_ratio;
-  req.blend_adaptive = options.blend_adaptive;
-  req.block_strategy = options.block_strategy;
-  req.prompt_logprobs = options.prompt_logprobs;
-  req.prompt_logprobs_from = options.prompt_logprobs_from;
-  req.kv_budget_tokens = options.kv_budget_tokens;
-  req.evict_positions = options.evict_positions;
 
   struct Wait {
     std::mutex mu;

@@ -64,7 +64,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     return fail(ErrorKind::ContextExceeded, "prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
   if (request.max_tokens < 0) return fail(ErrorKind::InvalidRequest, "max_tokens must not be negative");
-  if (request.blend_ratio && !(*request.blend_ratio >= 0.0f && *request.blend_ratio <= 1.0f))
+  if (request.blend && !(request.blend->ratio >= 0.0f && request.blend->ratio <= 1.0f))
     return fail(ErrorKind::InvalidRequest, "blend ratio must be in [0, 1]");
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
     return fail(ErrorKind::InvalidRequest, "top_logprobs must be in 0.." + std::to_string(n_vocab));
