@@ -35,6 +35,7 @@
 #include "engine/end_cause.h"
 #include "engine/evict_policy.h"
 #include "engine/kv_budget.h"
+#include "engine/landing_desk.h"
 #include "engine/prompt_typer.h"
 #include "engine/request.h"
 #include "engine/session_pins.h"
@@ -258,31 +259,21 @@ class Scheduler {
   bool started_ = false;
   std::thread loop_;
 
-  // Pool blocks for tier reads to land in (scheduler_landing.cpp). submit()
-  // asks for them and reads into them on its own thread; the stepping thread,
-  // the only one that touches the pool, reserves them (evicting idle cached
-  // blocks if need be) and frees the ones handed back unused.
-  struct LandingRequest {
-    std::size_t wanted = 0;
-    std::vector<BlockId> granted;
-    bool answered = false;
-  };
-  class SubmitLanding;
+  // Pool blocks for tier reads to land in (engine/landing_desk.h): submit()
+  // asks for them and reads into them on its own thread.
+  LandingDesk landings_{[this] {
+    // Taking mu_ first means a loop about to wait has either seen the work
+    // or is waiting, and gets this notification.
+    { std::lock_guard lock(mu_); }
+    wake_.notify_all();
+  }};
+  class SubmitLanding;  // scheduler_landing.cpp
   // submit(): reads the request's missing prefix blocks from the tiers into
   // blocks reserved for them.
   std::vector<LandedEntry> fetch_promoted(const Request& request);
-  std::vector<LandingRequest*> landing_requests_;  // guarded by mu_
-  std::vector<BlockId> landings_returned_;         // guarded by mu_
-  std::condition_variable landing_answered_;
   // Held by step() for a whole step when no loop runs, so that submit() can
   // reserve landing blocks between steps (try_lock: never from a callback).
   std::mutex step_mu_;
-  // Stepping thread: answers the waiting requests and frees returned blocks.
-  void serve_landings();
-  // The loop is ending: answers every waiting request with no blocks.
-  void refuse_landings();
-  // Any thread: blocks that go back to the pool at the next step.
-  void return_landings(std::span<const BlockId> blocks);
   // Stepping thread: a sequence that leaves without adoption gives back the
   // blocks its entries landed in.
   void drop_promoted(Sequence& seq);
