@@ -242,74 +242,93 @@ void Scheduler::run_until_idle() {
   }
 }
 
+// One step, phase by phase: requests' news first (cancellations, session
+// pins), then room (expired blocks, tier landings, promoted entries,
+// admission), then one forward pass over the batch, then the bookkeeping.
 bool Scheduler::step_once() {
   const auto t0 = Clock::now();
-  uint64_t finished_before = 0;
-  {
-    std::lock_guard lock(mu_);
-    finished_before = stats_.requests_finished;
-  }
+  const uint64_t finished_before = requests_finished();
   apply_cancellations();
   const bool pins_changed = apply_session_pins();
-  // Expired cached blocks go before admission so their room is usable now.
-  // A sweep walks the idle lists, so it runs at most once a second.
-  if (t0 - last_sweep_ >= std::chrono::seconds(1)) {
-    cache_.sweep_expired();
-    last_sweep_ = t0;
-  }
+  sweep_expired(t0);
   const std::size_t running_before = running_.size();
   landings_.serve(cache_);
   promote_queued();
   admit();
   bool progressed = running_.size() != running_before || pins_changed;
+  uint64_t prefill_tokens = 0;
+  if (collect_batch()) {
+    progressed = true;
+    prefill_tokens = run_batch();
+  }
+  remove_finished();
+  refresh_budget_gauges();
+  return publish_step(t0, finished_before, progressed, prefill_tokens);
+}
 
+uint64_t Scheduler::requests_finished() const {
+  std::lock_guard lock(mu_);
+  return stats_.requests_finished;
+}
+
+void Scheduler::sweep_expired(Clock::time_point now) {
+  // Expired cached blocks go before admission so their room is usable now.
+  // At most once a second: a sweep is not free, and a TTL is coarse.
+  if (now - last_sweep_ < std::chrono::seconds(1)) return;
+  cache_.sweep_expired();
+  last_sweep_ = now;
+}
+
+bool Scheduler::collect_batch() {
   // The step's batch and bookkeeping live in step_, emptied here, so that
   // their storage is reused from step to step.
   Batch& batch = step_.batch;
   batch.tokens.clear();
   batch.resume_residual.clear();
   batch.probe_layer = std::clamp(options_.reuse.blend_layer, 1, std::max(1, model_.config().n_layers - 1));
-  std::vector<Sequence*>& in_batch = step_.in_batch;
-  std::vector<OutputRow>& outputs = step_.outputs;
-  std::vector<ProbeRow>& probes = step_.probes;
-  in_batch.clear();
-  outputs.clear();
-  probes.clear();
-  build_batch(batch, in_batch, outputs, probes);
-  for (Sequence* s : in_batch) s->batched = false;  // the forward pass below is the last to use their slots
-  uint64_t prefill_tokens = 0;
-  if (!batch.empty()) {
-    progressed = true;
-    std::vector<KvSeqView>& views = step_.views;
-    views.clear();
-    for (Sequence* s : in_batch) views.push_back(s->budget ? s->budget->view(s->kv) : s->kv.table.view());
-    const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
-    logits_.resize(outputs.size() * n_vocab);
-    deviation_.resize(probes.size());
-    const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
-    residual_.resize(probes.size() * n_embd);
-    const KvView view{cache_.pool().geometry(), views};
-    if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_, residual_); !ok) {
-      for (Sequence* s : in_batch) finish(*s, StopReason::Error, ok.error().message);
-    } else {
-      for (const BatchToken& t : batch.tokens)
-        if (!t.probe && in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
-      take_probe_results(probes, deviation_, residual_);
-      for (Sequence* s : in_batch) {
-        s->kv.final_limit = s->final_limit();
-        cache_.commit(s->kv);
-        s->has_pending = false;  // its K/V is now in the cache
-      }
-      enforce_budgets(in_batch);
-      sample_outputs(outputs, logits_);
-      // A request for zero tokens ends once its prompt is in the cache.
-      for (Sequence* s : in_batch)
-        if (!s->finished && !s->prefilling() && s->max_new == 0) finish(*s, StopReason::Length);
-    }
-  }
-  remove_finished();
-  refresh_budget_gauges();
+  step_.in_batch.clear();
+  step_.outputs.clear();
+  step_.probes.clear();
+  build_batch(batch, step_.in_batch, step_.outputs, step_.probes);
+  for (Sequence* s : step_.in_batch) s->batched = false;  // the forward pass is the last to use their slots
+  return !batch.empty();
+}
 
+uint64_t Scheduler::run_batch() {
+  const Batch& batch = step_.batch;
+  const std::vector<Sequence*>& in_batch = step_.in_batch;
+  std::vector<KvSeqView>& views = step_.views;
+  views.clear();
+  for (Sequence* s : in_batch) views.push_back(s->budget ? s->budget->view(s->kv) : s->kv.table.view());
+  const std::size_t n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
+  logits_.resize(step_.outputs.size() * n_vocab);
+  deviation_.resize(step_.probes.size());
+  const std::size_t n_embd = static_cast<std::size_t>(model_.config().n_embd);
+  residual_.resize(step_.probes.size() * n_embd);
+  const KvView view{cache_.pool().geometry(), views};
+  if (auto ok = model_.forward(batch, view, logits_, threads_, deviation_, residual_); !ok) {
+    for (Sequence* s : in_batch) finish(*s, StopReason::Error, ok.error().message);
+    return 0;
+  }
+  uint64_t prefill_tokens = 0;
+  for (const BatchToken& t : batch.tokens)
+    if (!t.probe && in_batch[static_cast<std::size_t>(t.seq)]->has_pending == false) ++prefill_tokens;
+  take_probe_results(step_.probes, deviation_, residual_);
+  for (Sequence* s : in_batch) {
+    s->kv.final_limit = s->final_limit();
+    cache_.commit(s->kv);
+    s->has_pending = false;  // its K/V is now in the cache
+  }
+  enforce_budgets(in_batch);
+  sample_outputs(step_.outputs, logits_);
+  // A request for zero tokens ends once its prompt is in the cache.
+  for (Sequence* s : in_batch)
+    if (!s->finished && !s->prefilling() && s->max_new == 0) finish(*s, StopReason::Length);
+  return prefill_tokens;
+}
+
+bool Scheduler::publish_step(Clock::time_point t0, uint64_t finished_before, bool progressed,
+                             uint64_t prefill_tokens) {
   std::lock_guard lock(mu_);
   progressed = progressed || stats_.requests_finished != finished_before;
   stats_.prompt_tokens_computed += prefill_tokens;

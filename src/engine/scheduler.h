@@ -183,7 +183,18 @@ class Scheduler {
     Sequence* seq = nullptr;
     int32_t pos = 0;
   };
+  // One step (step_once) and its phases, in order.
   bool step_once();
+  uint64_t requests_finished() const;
+  void sweep_expired(std::chrono::steady_clock::time_point now);
+  // Fills step_ with this step's batch; false when it is empty.
+  bool collect_batch();
+  // The forward pass over step_'s batch, then commit, budgets and sampling;
+  // returns the prompt tokens it computed.
+  uint64_t run_batch();
+  // The step's figures into stats_; returns whether the step progressed.
+  bool publish_step(std::chrono::steady_clock::time_point t0, uint64_t finished_before, bool progressed,
+                    uint64_t prefill_tokens);
   void apply_cancellations();
   // Applies the posted pin_session/unpin_session calls and drops expired
   // pins; returns whether a posted call was applied.
