@@ -73,6 +73,7 @@ class Model {
 
  private:
   Model() = default;
+  class ForwardPass;  // one call's stages (forward_pass.cpp)
   Status check_batch(const Batch& batch, const KvView& kv, std::size_t logits_size, std::size_t deviation_size,
                      std::size_t residual_size) const;
   // Every probe row's deviation at `layer` (w's layer): its V computed from
