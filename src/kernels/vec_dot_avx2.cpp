@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
