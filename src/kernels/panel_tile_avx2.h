@@ -34,24 +34,17 @@ void panel_1x6(const std::byte* p, const float* const* x, std::size_t n, float (
   for (std::size_t k = 0; k < n; ++k) {
     const std::byte* w = p + k * kStep;
     const __m256 wl = P{}(w), wh = P{}(w + 8 * P::kBytes);
-    __m256 b = _mm256_broadcast_ss(x0 + k);
-    a0l = _mm256_fmadd_ps(wl, b, a0l);
-    a0h = _mm256_fmadd_ps(wh, b, a0h);
-    b = _mm256_broadcast_ss(x1 + k);
-    a1l = _mm256_fmadd_ps(wl, b, a1l);
-    a1h = _mm256_fmadd_ps(wh, b, a1h);
-    b = _mm256_broadcast_ss(x2 + k);
-    a2l = _mm256_fmadd_ps(wl, b, a2l);
-    a2h = _mm256_fmadd_ps(wh, b, a2h);
-    b = _mm256_broadcast_ss(x3 + k);
-    a3l = _mm256_fmadd_ps(wl, b, a3l);
-    a3h = _mm256_fmadd_ps(wh, b, a3h);
-    b = _mm256_broadcast_ss(x4 + k);
-    a4l = _mm256_fmadd_ps(wl, b, a4l);
-    a4h = _mm256_fmadd_ps(wh, b, a4h);
-    b = _mm256_broadcast_ss(x5 + k);
-    a5l = _mm256_fmadd_ps(wl, b, a5l);
-    a5h = _mm256_fmadd_ps(wh, b, a5h);
+    const auto row = [&](const float* xr, __m256& lo, __m256& hi) {
+      const __m256 b = _mm256_broadcast_ss(xr + k);
+      lo = _mm256_fmadd_ps(wl, b, lo);
+      hi = _mm256_fmadd_ps(wh, b, hi);
+    };
+    row(x0, a0l, a0h);
+    row(x1, a1l, a1h);
+    row(x2, a2l, a2h);
+    row(x3, a3l, a3h);
+    row(x4, a4l, a4h);
+    row(x5, a5l, a5h);
   }
   const __m256 lo[kAvx2PanelX] = {a0l, a1l, a2l, a3l, a4l, a5l};
   const __m256 hi[kAvx2PanelX] = {a0h, a1h, a2h, a3h, a4h, a5h};
