@@ -10,6 +10,7 @@
 
 #include "bench_requests.h"
 #include "engine/engine.h"
+#include "kernels/cpu_features.h"
 #include "redis_process.h"
 #include "reuse_prompts.h"
 #include "tier/open_cache_tier.h"
@@ -149,7 +150,9 @@ Status spawn_writer(const RestoreBenchOptions& o, const std::string& url) {
                                          "-t", std::to_string(o.n_threads), "--block-size", std::to_string(o.block_size),
                                          "--batch", std::to_string(o.max_batch_tokens), "--prefix-tokens",
                                          std::to_string(o.prefix_tokens), "--suffix-tokens",
-                                         std::to_string(o.suffix_tokens), "--agree", std::to_string(o.agree_tokens)};
+                                         std::to_string(o.suffix_tokens), "--agree", std::to_string(o.agree_tokens),
+                                         // Its K/V must be this path's to be a hit here.
+                                         "--kernels", std::string(kernel_path_name(active_kernel_path()))};
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

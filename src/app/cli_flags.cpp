@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "app/fingerprint_memo.h"
+#include "app/kernels_flag.h"
 #include "app/model_source.h"
 #include "app/progress_bar.h"
 
@@ -121,6 +122,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::IsMember({"keep", "compact"}))
       ->default_str(std::string(evict_positions_name(o.evict_positions)));
   add_tier_flags(cmd, f.tiers);
+  add_kernels_flag(cmd);
 }
 
 void add_batch_flag(CLI::App& cmd, EngineFlags& f) {

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "app/kernels_flag.h"
 #include "app/model_source.h"
 #include "dialogue_bench.h"
 #include "dialogue_scaling.h"
@@ -416,6 +417,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
     std::cout << to_json(*mem, *result).dump(2) << "\n";
     exit_code = 0;
   });
+  for (CLI::App* each : bench->get_subcommands([](CLI::App*) { return true; })) add_kernels_flag(*each);
 }
 
 }  // namespace clm

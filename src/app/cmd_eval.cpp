@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "app/commands.h"
+#include "app/kernels_flag.h"
 #include "evict_cases.h"
 #include "evict_eval.h"
 #include "reuse_cases.h"
@@ -225,6 +226,7 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
   reuse->callback([rf, &exit_code] { exit_code = eval_reuse(*rf); });
   register_eval_evict(eval, exit_code);
+  for (CLI::App* each : eval->get_subcommands([](CLI::App*) { return true; })) add_kernels_flag(*each);
 }
 
 }  // namespace clm

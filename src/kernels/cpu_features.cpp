@@ -63,4 +63,10 @@ std::string_view kernel_path_name(KernelPath p) {
   return "unknown";
 }
 
+std::optional<KernelPath> parse_kernel_path(std::string_view name) {
+  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+    if (kernel_path_name(p) == name) return p;
+  return std::nullopt;
+}
+
 }  // namespace clm

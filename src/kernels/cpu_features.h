@@ -3,6 +3,7 @@
 // on batch size through the path; tests may force a narrower path.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 namespace clm {
@@ -22,5 +23,7 @@ KernelPath active_kernel_path();
 // threads run kernels (they would mix paths within one batch).
 void set_kernel_path(KernelPath p);
 std::string_view kernel_path_name(KernelPath p);
+// The path kernel_path_name calls `name`; nullopt for any other text.
+std::optional<KernelPath> parse_kernel_path(std::string_view name);
 
 }  // namespace clm

@@ -107,6 +107,88 @@ void qt2_register_tile(const std::byte* w, std::size_t w_stride, const std::byte
           qt2_hsum(_mm256_add_ps(acc[i][j][0], acc[i][j][1]));
 }
 
+// The f32 block scales of a tile's rows, converted once per tile call: a
+// register tile then takes d_w and d_x as broadcasts from memory and forms
+// d_w * d_x in one vector multiply (the same f32 product as the dot's), where
+// converting in passing costs each output four conversions and a shuffle per
+// block.
+inline void qt2_convert_scales(const std::byte* rows, std::size_t stride, int count, std::size_t block_bytes,
+                               std::size_t nb, float* out) {
+  for (int r = 0; r < count; ++r)
+    for (std::size_t b = 0; b < nb; ++b)
+      out[static_cast<std::size_t>(r) * nb + b] =
+          _cvtsh_ss(block_scale_bits(rows + static_cast<std::size_t>(r) * stride + b * block_bytes));
+}
+
+// Two weight rows (w0, w1) times two activation rows (x0, x1), even and odd
+// blocks in accumulators of their own as in qt2_register_tile, named so that
+// they stay in registers. ws0/ws1 and xs0/xs1 are the rows' f32 scales.
+template <class Ints>
+void qt2_2x2(const std::byte* w0, const std::byte* w1, const float* ws0, const float* ws1, const std::byte* x0,
+             const std::byte* x1, const float* xs0, const float* xs1, std::size_t nb, float* out) {
+  __m256 e00 = _mm256_setzero_ps(), e01 = e00, e10 = e00, e11 = e00, o00 = e00, o01 = e00, o10 = e00, o11 = e00;
+  constexpr std::size_t kXB = sizeof(BlockQ8_0), kWB = Ints::kWBytes;
+  const auto step = [&](std::size_t b, __m256& a00, __m256& a01, __m256& a10, __m256& a11) {
+    const typename Ints::X xv0 = Ints::acts(x0 + b * kXB), xv1 = Ints::acts(x1 + b * kXB);
+    const __m256 dx0 = _mm256_broadcast_ss(xs0 + b), dx1 = _mm256_broadcast_ss(xs1 + b);
+    const typename Ints::W wv0 = Ints::weights(w0 + b * kWB);
+    const __m256 dw0 = _mm256_broadcast_ss(ws0 + b);
+    a00 = _mm256_fmadd_ps(_mm256_mul_ps(dw0, dx0), _mm256_cvtepi32_ps(Ints::dot(wv0, xv0)), a00);
+    a01 = _mm256_fmadd_ps(_mm256_mul_ps(dw0, dx1), _mm256_cvtepi32_ps(Ints::dot(wv0, xv1)), a01);
+    const typename Ints::W wv1 = Ints::weights(w1 + b * kWB);
+    const __m256 dw1 = _mm256_broadcast_ss(ws1 + b);
+    a10 = _mm256_fmadd_ps(_mm256_mul_ps(dw1, dx0), _mm256_cvtepi32_ps(Ints::dot(wv1, xv0)), a10);
+    a11 = _mm256_fmadd_ps(_mm256_mul_ps(dw1, dx1), _mm256_cvtepi32_ps(Ints::dot(wv1, xv1)), a11);
+  };
+  std::size_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, e00, e01, e10, e11);
+    step(b + 1, o00, o01, o10, o11);
+  }
+  if (b < nb) step(b, e00, e01, e10, e11);
+  out[0] = qt2_hsum(_mm256_add_ps(e00, o00));
+  out[1] = qt2_hsum(_mm256_add_ps(e01, o01));
+  out[2] = qt2_hsum(_mm256_add_ps(e10, o10));
+  out[3] = qt2_hsum(_mm256_add_ps(e11, o11));
+}
+
+// Several activation rows: scales converted once, then 2 x 2 register tiles;
+// a tile at an odd edge reads its last row twice and drops the copy's
+// results, which changes no operation of the others.
+template <class Ints>
+void qt2_prepared_tile(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride,
+                       int nx, std::size_t n, float* y, std::size_t y_stride) {
+  const std::size_t nb = n / kQuantBlockElems;
+  // At most kTileW + kTileX rows of scales, kept per thread so that a steady
+  // prefill allocates nothing.
+  thread_local std::vector<float> scales;
+  const std::size_t need = static_cast<std::size_t>(nw + nx) * nb;
+  if (scales.size() < need) scales.resize(need);
+  float* ws = scales.data();
+  float* xs = ws + static_cast<std::size_t>(nw) * nb;
+  qt2_convert_scales(w, w_stride, nw, Ints::kWBytes, nb, ws);
+  qt2_convert_scales(x, x_stride, nx, sizeof(BlockQ8_0), nb, xs);
+  for (int j = 0; j < nx; j += 2) {
+    const int j1 = std::min(j + 1, nx - 1);
+    for (int i = 0; i < nw; i += 2) {
+      const int i1 = std::min(i + 1, nw - 1);
+      float out[4];
+      qt2_2x2<Ints>(w + static_cast<std::size_t>(i) * w_stride, w + static_cast<std::size_t>(i1) * w_stride,
+                    ws + static_cast<std::size_t>(i) * nb, ws + static_cast<std::size_t>(i1) * nb,
+                    x + static_cast<std::size_t>(j) * x_stride, x + static_cast<std::size_t>(j1) * x_stride,
+                    xs + static_cast<std::size_t>(j) * nb, xs + static_cast<std::size_t>(j1) * nb, nb, out);
+      float* yj = y + static_cast<std::size_t>(j) * y_stride;
+      yj[i] = out[0];
+      if (i1 > i) yj[i1] = out[2];
+      if (j1 > j) {
+        float* yj1 = y + static_cast<std::size_t>(j1) * y_stride;
+        yj1[i] = out[1];
+        if (i1 > i) yj1[i1] = out[3];
+      }
+    }
+  }
+}
+
 // Sixteen registers hold eight accumulators (four outputs, 2 x 2) with room
 // for the prepared blocks. A single activation row (decode) takes its weight
 // rows one at a time, one sequential stream from memory (see kQRegW in
@@ -142,6 +224,7 @@ void qt2_tile(const std::byte* w, std::size_t w_stride, int nw, const std::byte*
 
 void tile_q8_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,
                std::size_t n, float* y, std::size_t y_stride) {
+  if (nx > 1) return qt2_prepared_tile<QTile2Q8>(w, w_stride, nw, x, x_stride, nx, n, y, y_stride);
   qt2_tile<QTile2Q8>(w, w_stride, nw, x, x_stride, nx, n, y, y_stride);
 }
 void tile_q4_0(const std::byte* w, std::size_t w_stride, int nw, const std::byte* x, std::size_t x_stride, int nx,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "kernels/element_read.h"
 #include "kernels/kquant_blocks.h"
@@ -68,6 +69,7 @@ struct Ymm {
 
 #include "kernels/float_tile_kernel.h"
 #include "kernels/panel_tile_kernel.h"
+#include "kernels/panel_tile_avx2.h"
 
 namespace clm {
 namespace {
@@ -84,12 +86,12 @@ void dot4_f32(const std::byte* w, const float* x, std::size_t x_stride, std::siz
 }
 constexpr TileFn tile_f32 = float_tile<Ymm, LoadF32, kRegW, kRegX, kRegW1>;
 
-// Panel tiles of 1 panel (2 ymm) x 6 activation rows: 12 accumulators, 2
-// panel vectors and a broadcast of the 16 ymm registers. Decode walks 4
-// panels at once: 8 independent chains.
-constexpr int kPanelRegP = 1, kPanelRegX = 6, kPanelRegP1 = 4;
-constexpr PanelTileFn panel_f16 = panel_tile<Ymm, LoadF16, kPanelRegP, kPanelRegX, kPanelRegP1>;
-constexpr PanelTileFn panel_bf16 = panel_tile<Ymm, LoadBf16, kPanelRegP, kPanelRegX, kPanelRegP1>;
+// Panel tiles of 1 panel (2 ymm) x 6 activation rows (panel_tile_avx2.h):
+// 12 accumulators, 2 panel vectors and a broadcast of the 16 ymm registers.
+// Decode walks 4 panels at once: 8 independent chains.
+constexpr int kPanelRegP1 = 4;
+constexpr PanelTileFn panel_f16 = panel_tile_avx2<LoadF16, kPanelRegP1>;
+constexpr PanelTileFn panel_bf16 = panel_tile_avx2<LoadBf16, kPanelRegP1>;
 
 // 32 signed bytes times 32 signed bytes -> 8 exact int32 partial sums. maddubs
 // wants an unsigned operand, so |w| carries the magnitude and x takes w's sign;
