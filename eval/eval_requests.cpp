@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "model/gguf.h"
+
 namespace clm {
 
 int eval_context(int requested, const ModelConfig& config) {
@@ -43,6 +45,23 @@ Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const Re
     out.push_back(std::move(t));
   }
   return out;
+}
+
+Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCaseSet& set, int requested_ctx,
+                                    int greedy_tokens) {
+  auto file = GgufFile::open(model_path);
+  if (!file) return std::unexpected(file.error());
+  auto config = read_model_config(*file);
+  if (!config) return std::unexpected(config.error());
+  auto tokenizer = Tokenizer::from_gguf(*file);
+  if (!tokenizer) return std::unexpected(tokenizer.error());
+  EvalInputs in;
+  in.config = *config;
+  in.n_ctx = eval_context(requested_ctx, *config);
+  auto cases = tokenize_cases(**tokenizer, set, in.n_ctx, greedy_tokens);
+  if (!cases) return std::unexpected(cases.error());
+  in.cases = std::move(*cases);
+  return in;
 }
 
 Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, GenerateOptions g,

@@ -37,6 +37,17 @@ std::string case_name(const ReuseCase& c, std::size_t i);
 Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const ReuseCaseSet& set, int n_ctx,
                                                   int greedy_tokens);
 
+// What every evaluation reads before building an engine: the model's shape,
+// the context it runs at (eval_context) and its cases tokenized, so that a
+// case that does not fit fails before any engine is built.
+struct EvalInputs {
+  ModelConfig config;
+  int n_ctx = 0;
+  std::vector<TokenizedCase> cases;
+};
+Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCaseSet& set, int requested_ctx,
+                                    int greedy_tokens);
+
 struct EvalRun {
   std::vector<int32_t> tokens;
   GenerationStats stats;

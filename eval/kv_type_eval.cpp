@@ -6,8 +6,6 @@
 
 #include "engine/engine.h"
 #include "eval_requests.h"
-#include "model/gguf.h"
-#include "model/model_config.h"
 #include "report_numbers.h"
 
 namespace clm {
@@ -43,16 +41,11 @@ Result<std::vector<std::vector<float>>> forced_rows(Engine& engine, const std::v
 
 Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const ReuseCaseSet& set) {
   if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
-  auto file = GgufFile::open(o.model_path);
-  if (!file) return std::unexpected(file.error());
-  auto config = read_model_config(*file);
-  if (!config) return std::unexpected(config.error());
-  auto tokenizer = Tokenizer::from_gguf(*file);
-  if (!tokenizer) return std::unexpected(tokenizer.error());
-  const int n_ctx = eval_context(o.n_ctx, *config);
-  auto cases = tokenize_cases(**tokenizer, set, n_ctx, o.greedy_tokens);
-  if (!cases) return std::unexpected(cases.error());
-  const int n_vocab = config->n_vocab;
+  auto inputs = load_eval_inputs(o.model_path, set, o.n_ctx, o.greedy_tokens);
+  if (!inputs) return std::unexpected(inputs.error());
+  const int n_ctx = inputs->n_ctx;
+  const std::vector<TokenizedCase>& cases = inputs->cases;
+  const int n_vocab = inputs->config.n_vocab;
 
   // Two engines on one set of weights, differing only in their K/V types;
   // the pool of each holds one full context (nothing is reused).
@@ -78,8 +71,8 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
   r.reference = kv_types_text(o.reference);
   r.tested = kv_types_text(o.tested);
   double nll_ref = 0.0, nll_test = 0.0;
-  for (std::size_t i = 0; i < cases->size(); ++i) {
-    const TokenizedCase& c = (*cases)[i];
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const TokenizedCase& c = cases[i];
     auto where = [&](const std::string& who, const Error& e) {
       return fail(case_name(set.cases[i], i) + ", " + who + ": " + e.message);
     };
@@ -112,7 +105,7 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
     if (kl.count > 0 && (r.worst_case.empty() || kl.max > r.kl.max)) r.worst_case = set.cases[i].id;
     r.kl.merge(kl);
     ++r.cases;
-    if (o.on_case) o.on_case(i, cases->size());
+    if (o.on_case) o.on_case(i, cases.size());
   }
   if (r.positions > 0) {
     r.nll_reference = nll_ref / r.positions;

@@ -8,9 +8,7 @@
 #include <utility>
 
 #include "engine/engine.h"
-#include "model/gguf.h"
 #include "model/model_config.h"
-#include "model/tokenizer.h"
 #include "model/prefill_flops.h"
 #include "eval_requests.h"
 #include "token_overlap.h"
@@ -213,16 +211,12 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
 
   // The tokenizer and shapes first, so a case that does not fit fails before
   // any engine is built.
-  auto file = GgufFile::open(o.model_path);
-  if (!file) return std::unexpected(file.error());
-  auto config = read_model_config(*file);
-  if (!config) return std::unexpected(config.error());
-  auto tokenizer = Tokenizer::from_gguf(*file);
-  if (!tokenizer) return std::unexpected(tokenizer.error());
-  const int n_ctx = eval_context(o.n_ctx, *config);
-  auto cases = tokenize_cases(**tokenizer, set, n_ctx, o.greedy_tokens);
-  if (!cases) return std::unexpected(cases.error());
-  const int n_vocab = config->n_vocab;
+  auto inputs = load_eval_inputs(o.model_path, set, o.n_ctx, o.greedy_tokens);
+  if (!inputs) return std::unexpected(inputs.error());
+  const ModelConfig& config = inputs->config;
+  const int n_ctx = inputs->n_ctx;
+  const std::vector<TokenizedCase>& cases = inputs->cases;
+  const int n_vocab = config.n_vocab;
 
   EngineOptions eo;
   eo.model_path = o.model_path;
@@ -235,8 +229,8 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
   eo.reuse.blend_layer = o.blend_layer;
   eo.reuse.block_strategy = o.block_strategy;
-  const std::size_t block_bytes = kv_bytes_per_token(*config, o.kv_types) * static_cast<std::size_t>(o.block_size);
-  const std::size_t blocks = blocks_needed(*cases, o.greedy_tokens, o.block_size, n_ctx);
+  const std::size_t block_bytes = kv_bytes_per_token(config, o.kv_types) * static_cast<std::size_t>(o.block_size);
+  const std::size_t blocks = blocks_needed(cases, o.greedy_tokens, o.block_size, n_ctx);
   eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
 
   // The lead is an engine setting: one engine per lead that a variant uses.
@@ -268,12 +262,12 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.greedy_tokens = o.greedy_tokens;
   result.variants = variants;
   result.summary.resize(variants.size());
-  const PrefillFlops flops(*config);
-  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config->n_layers - 1));
+  const PrefillFlops flops(config);
+  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
   const double probe_cost_32 = (probe_layer + flops.v_share_of_layer()) / 32.0;
 
-  for (std::size_t i = 0; i < cases->size(); ++i) {
-    const TokenizedCase& c = (*cases)[i];
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const TokenizedCase& c = cases[i];
     const ReuseCase& spec = set.cases[i];
     auto where = [&](const Error& e) { return fail(case_name(spec, i) + ": " + e.message); };
     ReuseCaseResult cr;
@@ -300,7 +294,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     for (std::size_t k = 0; k < variants.size(); ++k)
       accumulate(result.summary[k], cr, cr.variants[k], probe_cost_32);
     result.cases.push_back(std::move(cr));
-    if (o.on_case) o.on_case(i, cases->size());
+    if (o.on_case) o.on_case(i, cases.size());
   }
   return result;
 }

@@ -1,6 +1,7 @@
 // `clmcache eval ...`: quality evaluations (the measuring lives in eval/).
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -20,6 +21,22 @@
 namespace clm {
 
 namespace {
+
+// Progress on stderr, only for a person watching: "eval reuse: case 3/36".
+std::function<void(std::size_t, std::size_t)> case_progress(const char* what) {
+  if (!::isatty(STDERR_FILENO)) return nullptr;
+  return [what](std::size_t i, std::size_t n) {
+    std::fprintf(stderr, "\r%s: case %zu/%zu", what, i + 1, n);
+    if (i + 1 == n) std::fprintf(stderr, "\n");
+  };
+}
+
+// The message of a failed evaluation, after ending a progress line.
+int eval_failed(const Error& e, bool progress_shown) {
+  if (progress_shown) std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "clmcache: %s\n", e.message.c_str());
+  return 1;
+}
 
 struct ReuseEvalFlags {
   ReuseEvalOptions options;
@@ -53,21 +70,11 @@ int eval_reuse(ReuseEvalFlags& f) {
   // CLI11 has checked the name.
   f.options.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
   auto cases = load_reuse_cases(f.cases_path);
-  if (!cases) {
-    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
-    return 1;
-  }
-  if (::isatty(STDERR_FILENO)) {  // progress only for a person watching
-    f.options.on_case = [](std::size_t i, std::size_t n) {
-      std::fprintf(stderr, "\reval reuse: case %zu/%zu", i + 1, n);
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-    };
-  }
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval reuse");
   auto r = run_reuse_eval(f.options, *cases);
   if (!r) {
-    if (f.options.on_case) std::fprintf(stderr, "\n");  // end the progress line
-    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
-    return 1;
+    return eval_failed(r.error(), f.options.on_case != nullptr);
   }
   if (f.format == "json")
     std::cout << to_json(*r).dump(2) << "\n";
@@ -112,21 +119,11 @@ int eval_evict(EvictEvalFlags& f) {
   f.options.policy.protect_first_only = !f.protect_all_occurrences;
   f.options.compact_positions = f.positions == "compact";
   auto cases = load_evict_cases(f.cases_path);
-  if (!cases) {
-    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
-    return 1;
-  }
-  if (::isatty(STDERR_FILENO)) {
-    f.options.on_case = [](std::size_t i, std::size_t n) {
-      std::fprintf(stderr, "\reval evict: case %zu/%zu", i + 1, n);
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-    };
-  }
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval evict");
   auto r = run_evict_eval(f.options, *cases);
   if (!r) {
-    if (f.options.on_case) std::fprintf(stderr, "\n");
-    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
-    return 1;
+    return eval_failed(r.error(), f.options.on_case != nullptr);
   }
   std::cout << evict_markdown(*r);
   return 0;
@@ -190,21 +187,11 @@ struct KvTypeEvalFlags {
 
 int eval_kv_type(KvTypeEvalFlags& f) {
   auto cases = load_reuse_cases(f.cases_path);
-  if (!cases) {
-    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
-    return 1;
-  }
-  if (::isatty(STDERR_FILENO)) {
-    f.options.on_case = [](std::size_t i, std::size_t n) {
-      std::fprintf(stderr, "\reval kv-type: case %zu/%zu", i + 1, n);
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-    };
-  }
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval kv-type");
   auto r = run_kv_type_eval(f.options, *cases);
   if (!r) {
-    if (f.options.on_case) std::fprintf(stderr, "\n");
-    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
-    return 1;
+    return eval_failed(r.error(), f.options.on_case != nullptr);
   }
   if (f.format == "json")
     std::cout << to_json(*r).dump(2) << "\n";
