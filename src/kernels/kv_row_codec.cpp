@@ -14,13 +14,13 @@ void quantize_q8_0_row(const float* x, int head_dim, std::byte* row) {
   const std::size_t group = static_cast<std::size_t>(q8_group_size(head_dim));
   for (std::size_t g0 = 0; g0 < hd; g0 += group) {
     float amax = 0.0f;
-    for (std::size_t i = g0; i < g0 + group; ++i) amax = std::max(amax, std::fabs(x[i]));  // NaN is skipped
+    for (std::size_t i = g0; i < g0 + group; ++i) amax = std::max(amax, std::fabs(x[i]));  // std::max keeps amax over a NaN
     const uint16_t d_bits = f32_to_f16(amax / 127.0f);
     const float d = f16_to_f32(d_bits);
     std::memcpy(row + q8_scale_offset(g0), &d_bits, 2);
     for (std::size_t i = g0; i < g0 + group; ++i) {
-      // fmax/fmin map NaN to the bound's side and the !(d > 0) case to 0
-      // before the cast, which is then always in range.
+      // A zero or non-finite scale stores zeros; a NaN value stores 0; the
+      // clamp keeps the cast in range.
       const float r = d > 0.0f && std::isfinite(d) ? std::round(x[i] / d) : 0.0f;
       const float c = std::isnan(r) ? 0.0f : std::fmin(127.0f, std::fmax(-127.0f, r));
       const auto q = static_cast<int8_t>(c);
