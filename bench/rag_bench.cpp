@@ -17,8 +17,7 @@ namespace {
 
 GenerateOptions greedy(int max_tokens, ReuseMode mode, const BlendChoice& blend) {
   GenerateOptions g = greedy_request(max_tokens, mode);
-  g.blend_ratio = blend.ratio;
-  g.blend_adaptive = blend.adaptive;
+  g.blend = blend;
   return g;
 }
 
@@ -28,7 +27,7 @@ GenerateOptions greedy(int max_tokens, ReuseMode mode, const BlendChoice& blend)
 // Mode off, so that each is computed whole and on its own.
 Status warm(Engine& engine, const RagCorpus& corpus, const BlendChoice& blend) {
   // No scheduler loop runs, so this thread may touch the cache.
-  engine.scheduler().cache().clear_cached();
+  engine.clear_cached();
   const GenerateOptions g = greedy(0, ReuseMode::Off, blend);
   if (auto s = generate_counted(engine, corpus.system, g, nullptr, "rag"); !s) return std::unexpected(s.error());
   for (const auto& chunk : corpus.chunks)

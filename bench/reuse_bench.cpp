@@ -38,7 +38,7 @@ Result<ReuseScenarioResult> run_scenario(Engine& engine, const ReuseBenchOptions
       ReuseModeRuns& runs = r.modes[m];
       runs.mode = kBenchReuseModes[m];
       // No scheduler loop runs, so this thread may touch the cache.
-      engine.scheduler().cache().clear_cached();
+      engine.clear_cached();
       auto warm = generate_counted(engine, base, greedy_request(1, ReuseMode::Prefix), nullptr, "reuse");
       if (!warm) return std::unexpected(warm.error());
       std::vector<int32_t> tokens;

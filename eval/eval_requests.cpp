@@ -84,7 +84,7 @@ Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int
   return run;
 }
 
-void clear_cache(Engine& engine) { engine.scheduler().cache().clear_cached(); }
+void clear_cache(Engine& engine) { engine.clear_cached(); }
 
 Result<std::vector<float>> dense_row(const PromptLogprob& entry, int n_vocab) {
   if (static_cast<int>(entry.top.size()) != n_vocab)

@@ -45,10 +45,7 @@ ReuseVariant plain(ReuseMode mode) {
 Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, const ReuseVariant& v,
                             int prompt_logprobs) {
   GenerateOptions g;
-  if (v.mode == ReuseMode::Blend) {
-    g.blend_ratio = v.blend.ratio;
-    g.blend_adaptive = v.blend.adaptive;
-  }
+  if (v.mode == ReuseMode::Blend) g.blend = v.blend;
   g.reuse = v.mode;
   return clm::run_request(engine, prompt, max_tokens, g, prompt_logprobs);
 }

@@ -130,7 +130,7 @@ int serve(ServeFlags& f) {
     std::fprintf(stderr, "clmcache: %s\n", port.error().message.c_str());
     return 1;
   }
-  engine->scheduler().start();
+  engine->start();
   std::printf("clmcache: serving %s (%s chat format) on http://%s:%d\n", sf.server.defaults.model_id.c_str(),
               std::string(renderer->name()).c_str(), sf.server.host.c_str(), *port);
   std::fflush(stdout);
@@ -145,7 +145,7 @@ int serve(ServeFlags& f) {
   // run() also returns if listening failed; wake the waiter so it can finish.
   pthread_kill(waiter.native_handle(), SIGTERM);
   waiter.join();
-  engine->scheduler().stop();
+  engine->stop();
   std::fprintf(stderr, "clmcache: stopped\n");
   return 0;
 }

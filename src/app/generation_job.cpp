@@ -92,7 +92,6 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
                                                    std::to_string(max_entries) +
                                                    " entries; ask for fewer max_tokens or top_logprobs",
                                                "logprobs_too_large"));
-  Scheduler& scheduler = ctx.engine.scheduler();
 
   Request sr;
   sr.prompt = job->prompt_;
@@ -106,13 +105,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.block_strategy = r.block_strategy;
   sr.kv_budget_tokens = r.kv_budget_tokens;
   sr.evict_positions = r.evict_positions;
-  if (r.blend) {
-    sr.blend_ratio = r.blend->ratio;
-    sr.blend_adaptive = r.blend->adaptive;
-  }
+  sr.blend = r.blend;
   sr.sampler = r.sampler;
   const bool on_ready_set = static_cast<bool>(on_ready);
-  auto stream = TokenStream::open(scheduler, std::move(sr), std::move(on_ready));
+  auto stream = ctx.engine.open_stream(std::move(sr), std::move(on_ready));
   // The scheduler says why it refused (a full queue is 429, a stopped one 503).
   if (!stream) return std::unexpected(api_error_from(stream.error(), param, ctx.options.retry_after_s));
   job->event_driven_ = on_ready_set;

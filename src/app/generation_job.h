@@ -17,7 +17,7 @@
 #include "app/openai_response.h"
 #include "app/server_context.h"
 #include "app/stop_strings.h"
-#include "engine/scheduler.h"
+#include "engine/token_stream.h"
 
 namespace clm {
 

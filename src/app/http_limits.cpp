@@ -42,6 +42,10 @@ void add_http_limit_flags(CLI::App& cmd, HttpLimits& l) {
   cmd.add_option("--io-threads", l.io_threads, "HTTP event loop threads")->check(CLI::Range(1, 64));
   cmd.add_option("--handler-threads", l.handler_threads, "threads that parse, tokenize and submit requests")
       ->check(CLI::Range(1, 256));
+  cmd.add_option("--render-threads", l.render_threads,
+                 "threads that do the same for chat requests, which render the chat template first (a pool of "
+                 "their own, so that a slow template never holds up /tokenize or completions)")
+      ->check(CLI::Range(1, 256));
 }
 
 }  // namespace clm

@@ -33,6 +33,7 @@ struct HttpLimits {
   std::size_t memory_trim_bytes = 1u << 20;
   int io_threads = 2;                        // event loop threads
   int handler_threads = 2;                   // threads that parse, tokenize and submit
+  int render_threads = 2;                    // the same for chat requests, which render a template first
 };
 
 // Registers the flags for each limit on `serve`.

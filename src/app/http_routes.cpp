@@ -3,7 +3,7 @@
 namespace clm {
 
 void RouteTable::get(std::string path, std::function<HttpResponse()> answer) {
-  add(Route{"GET", std::move(path), false, false,
+  add(Route{"GET", std::move(path), RouteThread::Io, false,
             [answer = std::move(answer)](const HttpRequest&, std::function<void()>) {
               return RouteResult{answer(), nullptr};
             }});

@@ -23,12 +23,21 @@ struct RouteResult {
 // when it has output; a handler that starts none ignores it.
 using RouteHandler = std::function<RouteResult(const HttpRequest&, std::function<void()> on_ready)>;
 
+// Where a route's handler runs.
+enum class RouteThread {
+  Io,        // cheap, lock-free answers: on the I/O thread that read the request
+  Handlers,  // parses, tokenizes or may take a lock held across a scheduler step
+  // Renders a chat template first. A template is untrusted input (it comes
+  // with the model file) and may spend its whole time limit: such routes get
+  // a pool of their own, so that /tokenize and completions never queue
+  // behind a rendering.
+  Renderers,
+};
+
 struct Route {
   std::string method;
   std::string path;
-  // Parses, tokenizes or may take a lock held across a scheduler step: runs
-  // on the handler pool, never on an I/O thread.
-  bool heavy = false;
+  RouteThread thread = RouteThread::Io;
   bool json_body = false;  // the body is JSON: its shape is checked first
   RouteHandler handler;
 };

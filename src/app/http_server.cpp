@@ -43,7 +43,8 @@ struct HttpServer::Impl {
         policy{ctx.options.host, !ctx.options.api_keys.empty(), ctx.options.cors_origins},
         trim(ctx.options.limits.memory_trim_bytes),
         handlers(static_cast<std::size_t>(ctx.options.limits.handler_threads)),
-        shared{ctx, routes, policy, handlers, trim},
+        renderers(static_cast<std::size_t>(ctx.options.limits.render_threads)),
+        shared{ctx, routes, policy, handlers, renderers, trim},
         acceptor(io),
         trim_timer(io),
         dashboard_timer(io) {
@@ -107,6 +108,7 @@ struct HttpServer::Impl {
   MemoryTrim trim;
   asio::io_context io;
   asio::thread_pool handlers;  // destroyed before the loop its sessions' sockets belong to
+  asio::thread_pool renderers;
   SessionShared shared;
   tcp::acceptor acceptor;
   asio::steady_timer trim_timer;
@@ -119,8 +121,10 @@ HttpServer::HttpServer(Engine& engine, ServerOptions options, ChatRenderer chat)
 
 HttpServer::~HttpServer() {
   impl_->io.stop();
-  impl_->handlers.stop();
-  impl_->handlers.join();
+  for (asio::thread_pool* pool : {&impl_->handlers, &impl_->renderers}) {
+    pool->stop();
+    pool->join();
+  }
 }
 
 ServerContext& HttpServer::context() { return impl_->ctx; }
@@ -166,7 +170,7 @@ void HttpServer::shutdown(double grace_s, double delay_s) {
   wait_idle(grace_s);
   if (m.ctx.in_flight > 0) {
     // Cancelled generations end their streams with an error event.
-    m.ctx.engine.scheduler().stop();
+    m.ctx.engine.stop();
     wait_idle(0.5);
   }
   // The last events were handed to the sockets as they were produced; give

@@ -189,8 +189,9 @@ void HttpSession::run_route() {
   std::function<void()> on_ready = [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->wake();
   };
-  if (!route_->heavy) return on_route_result(route_->handler(request_, on_ready));
-  asio::post(s_.handlers, [self = shared_from_this(), on_ready] {
+  if (route_->thread == RouteThread::Io) return on_route_result(route_->handler(request_, on_ready));
+  auto& pool = route_->thread == RouteThread::Renderers ? s_.renderers : s_.handlers;
+  asio::post(pool, [self = shared_from_this(), on_ready] {
     auto result = std::make_shared<RouteResult>();
     try {
       *result = self->route_->handler(self->request_, on_ready);

@@ -36,6 +36,7 @@ struct SessionShared {
   const RouteTable& routes;
   const AccessPolicy& policy;
   boost::asio::thread_pool& handlers;
+  boost::asio::thread_pool& renderers;  // for the routes that render a chat template
   MemoryTrim& trim;
 };
 

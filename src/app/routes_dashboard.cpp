@@ -78,7 +78,7 @@ void register_dashboard_routes(RouteTable& routes, ServerContext& ctx) {
   routes.get("/dashboard", [] { return html_response(dashboard_web_page()); });
   // Fifty maps and ten minutes of samples take a while to write: the
   // handler pool does it, not an I/O thread.
-  routes.add(Route{"GET", "/dashboard/data", /*heavy=*/true, /*json_body=*/false,
+  routes.add(Route{"GET", "/dashboard/data", RouteThread::Handlers, /*json_body=*/false,
                    [&ctx](const HttpRequest&, std::function<void()>) {
                      RouteResult out;
                      reply_json(out.response, dashboard_json(ctx));

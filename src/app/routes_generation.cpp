@@ -85,7 +85,8 @@ RouteResult handle(const HttpRequest& req, ServerContext& ctx, ApiEndpoint endpo
 void register_generation_routes(RouteTable& routes, ServerContext& ctx) {
   for (auto [path, endpoint] : {std::pair{"/v1/chat/completions", ApiEndpoint::Chat},
                                 std::pair{"/v1/completions", ApiEndpoint::Completion}}) {
-    routes.add(Route{"POST", path, /*heavy=*/true, /*json_body=*/true,
+    const RouteThread thread = endpoint == ApiEndpoint::Chat ? RouteThread::Renderers : RouteThread::Handlers;
+    routes.add(Route{"POST", path, thread, /*json_body=*/true,
                      [&ctx, endpoint](const HttpRequest& req, std::function<void()> on_ready) {
                        return handle(req, ctx, endpoint, std::move(on_ready));
                      }});

@@ -53,11 +53,11 @@ HttpResponse detokenize(const HttpRequest& req, ServerContext& ctx) {
 }  // namespace
 
 void register_tokenize_routes(RouteTable& routes, ServerContext& ctx) {
-  routes.add(Route{"POST", "/tokenize", /*heavy=*/true, /*json_body=*/true,
+  routes.add(Route{"POST", "/tokenize", RouteThread::Handlers, /*json_body=*/true,
                    [&ctx](const HttpRequest& req, std::function<void()>) {
                      return RouteResult{tokenize(req, ctx), nullptr};
                    }});
-  routes.add(Route{"POST", "/detokenize", /*heavy=*/true, /*json_body=*/true,
+  routes.add(Route{"POST", "/detokenize", RouteThread::Handlers, /*json_body=*/true,
                    [&ctx](const HttpRequest& req, std::function<void()>) {
                      return RouteResult{detokenize(req, ctx), nullptr};
                    }});

@@ -49,7 +49,7 @@ struct ServerContext {
       : engine(e),
         options(std::move(o)),
         chat(std::move(c)),
-        pinner(e.scheduler(), options.session_timeout_s),
+        pinner(e, options.session_timeout_s),
         sessions(options.session_timeout_s) {
     sessions.add_observer(&pinner);
   }

@@ -10,7 +10,7 @@
 #include "app/metrics_registry.h"
 #include "cache/cache_stats.h"
 #include "cache/reuse_plan.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 namespace clm {
 

@@ -4,7 +4,7 @@
 // archive beside the disk cache (--persist-sessions). Both only queue work.
 #pragma once
 
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 #include "engine/session_store.h"
 #include "tier/session_archive.h"
 
@@ -12,12 +12,12 @@ namespace clm {
 
 class SessionPinner : public SessionObserver {
  public:
-  SessionPinner(Scheduler& scheduler, double hold_s) : scheduler_(scheduler), hold_s_(hold_s) {}
+  SessionPinner(Engine& engine, double hold_s) : engine_(engine), hold_s_(hold_s) {}
   void session_remembered(const SessionRecord& turn) override;
   void session_forgotten(const std::string& id, ForgetCause cause) override;
 
  private:
-  Scheduler& scheduler_;
+  Engine& engine_;
   double hold_s_;
 };
 

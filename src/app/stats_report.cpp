@@ -128,7 +128,7 @@ nlohmann::json server_stats_json(ServerContext& ctx) {
   return {{"cache", cache},
           {"kv_events", kv_events_json(ctx.kv_events)},
           {"scheduler", scheduler_json(stats.scheduler)},
-          {"reuse", reuse_options_json(ctx.engine.scheduler().options().reuse)},
+          {"reuse", reuse_options_json(ctx.engine.reuse_defaults())},
           {"tiers", tiers_json(stats.tiers)},
           {"server",
            {{"uptime_s", uptime},

@@ -41,7 +41,8 @@ Result<std::vector<TierFactory>> tier_factories(const TierFlags& f) {
     const std::string spec = f.disk_cache;
     tiers.push_back([spec, options](uint64_t fingerprint, const KvGeometry& geometry) {
       auto tier = open_cache_tier(spec, fingerprint, geometry, options);
-      if (!tier) return Result<std::unique_ptr<CacheTier>>(fail("--disk-cache " + spec + ": " + tier.error().message));
+      // The kind travels: Unavailable (a full disk) lets the server start without the tier.
+      if (!tier) return Result<std::unique_ptr<CacheTier>>(fail(tier.error().kind, "--disk-cache " + spec + ": " + tier.error().message));
       return tier;
     });
   }

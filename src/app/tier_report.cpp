@@ -26,7 +26,11 @@ nlohmann::json tiers_json(const TierStats& s) {
                         {"hit_rate", t.hit_rate()},
                         {"writes", t.writes},
                         {"writes_refused", t.writes_refused}};
-    if (!t.breaker_state.empty()) j["breaker_state"] = t.breaker_state;
+    if (!t.breaker_state.empty()) {
+      j["breaker_state"] = t.breaker_state;
+      j["damaged_values"] = t.damaged_values;
+      j["unauthenticated_values"] = t.unauthenticated_values;
+    }
     if (t.holds_storage) {
       j["stored_bytes"] = t.stored_bytes;
       j["quarantined"] = t.quarantined;
@@ -49,6 +53,7 @@ nlohmann::json tiers_json(const TierStats& s) {
           {"writes_dropped", s.writes_dropped},
           {"writes_pending", s.writes_pending},
           {"blocks_promoted", s.blocks_promoted},
+          {"unavailable", s.unavailable},
           {"redis_breaker_state", redis ? nlohmann::json(redis->breaker_state) : nlohmann::json(nullptr)}};
 }
 
@@ -66,6 +71,10 @@ void define_tier_metrics(MetricsRegistry& r) {
                    "entries read from a slower tier (Redis) queued to the faster ones (the disk)");
   r.define_gauge("clmcache_disk_cache_size_gb", "GB (10^9 bytes) held by the disk or SQLite tier");
   r.define_gauge("clmcache_tier_quarantined_files", "damaged entries a disk or SQLite tier set aside, by tier");
+  r.define_counter("clmcache_tier_values_damaged_total",
+                   "values a remote tier (Redis) read back and refused: they failed a check, by tier");
+  r.define_counter("clmcache_tier_values_unauthenticated_total",
+                   "of those, values whose MAC did not verify under --redis-secret, by tier");
   r.define_gauge("clmcache_redis_breaker_state",
                  "1 for the Redis circuit breaker's current state (closed, open, half_open), 0 for the others");
 }
@@ -79,6 +88,10 @@ void update_tier_metrics(MetricsRegistry& r, const TierStats& s) {
     r.set_counter("clmcache_tier_writes_total", tier, static_cast<double>(t.writes));
     r.set_counter("clmcache_tier_writes_refused_total", tier, static_cast<double>(t.writes_refused));
     if (t.holds_storage) r.set("clmcache_tier_quarantined_files", tier, static_cast<double>(t.quarantined));
+    if (!t.breaker_state.empty()) {
+      r.set_counter("clmcache_tier_values_damaged_total", tier, static_cast<double>(t.damaged_values));
+      r.set_counter("clmcache_tier_values_unauthenticated_total", tier, static_cast<double>(t.unauthenticated_values));
+    }
   }
   r.set_counter("clmcache_tier_copies_to_faster_total", {}, static_cast<double>(s.copies_to_faster));
   r.set("clmcache_disk_cache_size_gb", {}, disk_cache_gb(s));

@@ -7,7 +7,7 @@
 
 #include "app/metrics_registry.h"
 #include "cache/cache_stats.h"
-#include "engine/scheduler.h"
+#include "engine/engine.h"
 
 namespace clm {
 

@@ -20,16 +20,13 @@ KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOp
       fingerprint_(model_fingerprint),
       options_(std::move(options)),
       block_size_(pool.geometry().block_size),
-      meta_(pool.n_blocks() + 2),
+      meta_(pool.n_blocks()),
+      eviction_(pool.n_blocks(), options_.hot_after_hits),
       block_tokens_(pool.n_blocks() * static_cast<std::size_t>(pool.geometry().block_size)),
       block_labels_(block_tokens_.size()),
       generation_(pool.n_blocks(), 0) {
   if (!options_.clock) options_.clock = steady_seconds;
   if (!options_.key_function) options_.key_function = block_key;
-  for (int level = 0; level < 2; ++level) {
-    const BlockId sentinel = static_cast<BlockId>(pool.n_blocks()) + level;
-    meta(sentinel).prev = meta(sentinel).next = sentinel;
-  }
   // A fresh pool holds nothing: whatever a listener learned from an
   // earlier run of this instance is gone.
   if (options_.events) options_.events->publish(cleared_event());
@@ -200,7 +197,7 @@ void KvCacheManager::commit(CachedSequence& seq) {
         return;
       }
       pin(twin);
-      meta(twin).last_access = now();
+      eviction_.touch(twin, now());
       t.replace_block(b, twin, pool_.block_data(twin));
       if (pool_.release(id) == 0) pool_.free(id);
       ++counters_.blocks_deduplicated;
@@ -245,9 +242,7 @@ void KvCacheManager::link_cached(BlockId id, BlockId parent_block, std::span<con
   Meta& m = meta(id);
   m.parent_block = parent_block;
   m.n_tokens = static_cast<int32_t>(tokens.size());
-  m.hits = 0;
-  m.level = Level::Normal;
-  m.last_access = now();
+  eviction_.reset(id, now());
   std::copy(tokens.begin(), tokens.end(),
             block_tokens_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(id) * static_cast<std::size_t>(block_size_)));
   spans_.add(id, tokens, m.cache_namespace);
@@ -377,13 +372,13 @@ void KvCacheManager::on_idle(BlockId id) {
     return;
   }
   ++n_idle_cached_;
-  m.last_access = now();
-  if (m.cached_children == 0) list_push_back(id, m.level);
+  eviction_.touch(id, now());
+  if (m.cached_children == 0) eviction_.enlist(id);
 }
 
 void KvCacheManager::unregister(BlockId id) {
   Meta& m = meta(id);
-  if (m.in_list) list_remove(id);
+  if (eviction_.listed(id)) eviction_.delist(id);
   if (m.key != kNoKey) {
     const auto it = index_.find(m.key);
     if (it != index_.end() && it->second == id) {
@@ -421,13 +416,12 @@ void KvCacheManager::unlink_from_parent(BlockId id) {
   m.parent_block = kNoBlock;
   Meta& p = meta(parent);
   // The parent may now be a leaf: if idle, it becomes evictable.
-  if (--p.cached_children == 0 && cached(parent) && pool_.refcount(parent) == 0 && !p.in_list)
-    list_insert_by_age(parent, p.level);
+  if (--p.cached_children == 0 && cached(parent) && pool_.refcount(parent) == 0 && !eviction_.listed(parent))
+    eviction_.enlist(parent);
 }
 
 BlockId KvCacheManager::evict_one() {
-  BlockId id = list_front(Level::Normal);
-  if (id == kNoBlock) id = list_front(Level::Hot);
+  const BlockId id = eviction_.victim();
   if (id == kNoBlock) return kNoBlock;
   unregister(id);
   --n_idle_cached_;
@@ -447,23 +441,15 @@ std::size_t KvCacheManager::sweep_expired() {
   if (options_.ttl_seconds <= 0.0) return 0;
   const double cutoff = now() - options_.ttl_seconds;
   std::size_t dropped = 0;
-  bool changed = true;
-  while (changed) {  // evicting a leaf may expose an expired parent
-    changed = false;
-    for (Level level : {Level::Normal, Level::Hot}) {
-      const BlockId sentinel = static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level);
-      for (BlockId id = meta(sentinel).next; id != sentinel;) {
-        const BlockId next = meta(id).next;
-        if (meta(id).last_access < cutoff) {
-          unregister(id);
-          --n_idle_cached_;
-          pool_.free(id);
-          ++counters_.evictions_ttl;
-          ++dropped;
-          changed = true;
-        }
-        id = next;
-      }
+  // Evicting a leaf may expose an expired parent: another round.
+  for (std::vector<BlockId> expired = eviction_.unused_since(cutoff); !expired.empty();
+       expired = eviction_.unused_since(cutoff)) {
+    for (BlockId id : expired) {
+      unregister(id);
+      --n_idle_cached_;
+      pool_.free(id);
+      ++counters_.evictions_ttl;
+      ++dropped;
     }
   }
   return dropped;
@@ -485,46 +471,6 @@ CacheStats KvCacheManager::stats() const {
   s.blocks_used = s.blocks_total - s.blocks_free - s.blocks_cached;
   s.block_bytes = pool_.geometry().block_bytes();
   return s;
-}
-
-void KvCacheManager::list_push_back(BlockId id, Level level) {
-  list_insert_before(id, static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level));
-}
-
-void KvCacheManager::list_insert_by_age(BlockId id, Level level) {
-  // A list is in last_access order because on_idle appends at now(). A
-  // parent that has just become a leaf is old: it goes to its place from the
-  // front, not to the tail, or an old chain would outlive newer leaves.
-  const BlockId sentinel = static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level);
-  const double age = meta(id).last_access;
-  BlockId at = meta(sentinel).next;
-  while (at != sentinel && meta(at).last_access <= age) at = meta(at).next;
-  list_insert_before(id, at);
-}
-
-void KvCacheManager::list_insert_before(BlockId id, BlockId at) {
-  Meta& m = meta(id);
-  CLM_CHECK(!m.in_list, "block already on a list");
-  m.prev = meta(at).prev;
-  m.next = at;
-  meta(m.prev).next = id;
-  meta(at).prev = id;
-  m.in_list = true;
-}
-
-void KvCacheManager::list_remove(BlockId id) {
-  Meta& m = meta(id);
-  CLM_CHECK(m.in_list, "block not on a list");
-  meta(m.prev).next = m.next;
-  meta(m.next).prev = m.prev;
-  m.prev = m.next = kNoBlock;
-  m.in_list = false;
-}
-
-BlockId KvCacheManager::list_front(Level level) const {
-  const BlockId sentinel = static_cast<BlockId>(pool_.n_blocks()) + static_cast<int>(level);
-  const BlockId id = meta(sentinel).next;
-  return id == sentinel ? kNoBlock : id;
 }
 
 }  // namespace clm

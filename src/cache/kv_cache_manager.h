@@ -1,8 +1,8 @@
 // KvCacheManager: the policy over the KvPool. It answers a prompt with a
 // ReusePlan (exact prefix blocks to share, cached spans to copy at another
 // position, tokens to compute) and applies it; it owns which blocks stay
-// resident as cached (two-level LRU, leaves before parents, optional
-// time-to-live), the prefix index of exact blocks, the span index of every
+// resident as cached (leaves before parents, in the order of
+// cache/eviction_order.h, optional time-to-live), the prefix index of exact blocks, the span index of every
 // cached block, copy-on-write of shared blocks, and the counters of
 // CacheStats. Sequences are plain values the caller owns; every change to
 // them goes through the manager. Not thread-safe: one owner (the scheduler)
@@ -21,6 +21,7 @@
 #include "cache/cache_observer.h"
 #include "cache/kv_event.h"
 #include "cache/cache_stats.h"
+#include "cache/eviction_order.h"
 #include "cache/kv_landing.h"
 #include "cache/kv_pool.h"
 #include "cache/reuse_plan.h"
@@ -213,7 +214,6 @@ class KvCacheManager {
   void count_recomputed_copies(int n);
 
  private:
-  enum class Level : uint8_t { Normal = 0, Hot = 1 };
   // A cached block is exact (registered in the prefix index under `key`) or
   // span-only (approximate K/V, found by content alone). Both are in the
   // span index, stay resident when idle, and form one tree by parent_block.
@@ -225,12 +225,7 @@ class KvCacheManager {
     BlockId parent_block = kNoBlock;
     int32_t n_tokens = 0;  // tokens held: block_size, or fewer for a kept tail
     int32_t first_pos = 0;  // position of the first slot; the others follow it
-    uint32_t hits = 0;
     int32_t cached_children = 0;  // cached blocks naming this one as parent
-    double last_access = 0.0;
-    Level level = Level::Normal;
-    bool in_list = false;
-    BlockId prev = kNoBlock, next = kNoBlock;
     uint8_t intent = TokenLabel::kAnyType;  // the intent label of the sequence that cached it
   };
 
@@ -293,12 +288,6 @@ class KvCacheManager {
   // parent may become an evictable leaf.
   void unlink_from_parent(BlockId id);
   void on_idle(BlockId id);  // refcount reached zero
-  // Intrusive LRU lists: index 0 normal, 1 hot; sentinels at n_blocks + level.
-  void list_push_back(BlockId id, Level level);
-  void list_insert_by_age(BlockId id, Level level);  // keeps last_access order
-  void list_insert_before(BlockId id, BlockId at);
-  void list_remove(BlockId id);
-  BlockId list_front(Level level) const;
   double now() const;
   Meta& meta(BlockId id) { return meta_[static_cast<std::size_t>(id)]; }
   const Meta& meta(BlockId id) const { return meta_[static_cast<std::size_t>(id)]; }
@@ -307,7 +296,8 @@ class KvCacheManager {
   uint64_t fingerprint_;
   CacheOptions options_;
   int block_size_;
-  std::vector<Meta> meta_;            // n_blocks + 2 sentinels
+  std::vector<Meta> meta_;            // [n_blocks]
+  EvictionOrder eviction_;            // the idle cached leaves, in the order they go
   std::vector<int32_t> block_tokens_;  // [n_blocks][block_size] tokens of registered blocks
   std::vector<TokenLabel> block_labels_;  // [n_blocks][block_size] their labels
   std::unordered_map<BlockKey, BlockId> index_;

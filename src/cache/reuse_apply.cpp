@@ -27,7 +27,7 @@ bool KvCacheManager::plan_is_current(const ReusePlan& plan) const {
 
 void KvCacheManager::pin(BlockId id) {
   if (pool_.refcount(id) == 0) {  // idle: leaves the evictable set
-    if (meta(id).in_list) list_remove(id);
+    if (eviction_.listed(id)) eviction_.delist(id);
     --n_idle_cached_;
   }
   pool_.retain(id);
@@ -78,10 +78,8 @@ ApplyStatus KvCacheManager::apply(CachedSequence& seq, const ReusePlan& plan, st
   BlockTable& t = seq.table;
   for (std::size_t b = 0; b < n_shared; ++b) {  // each keeps the reference pinned above
     const BlockId id = plan.prefix_blocks[b];
-    Meta& m = meta(id);
-    if (m.hits++ == 0) ++counters_.cached_blocks_hit;
-    if (m.hits >= options_.hot_after_hits) m.level = Level::Hot;
-    m.last_access = now();
+    if (eviction_.count_hit(id)) ++counters_.cached_blocks_hit;
+    eviction_.touch(id, now());
     t.push_block(id, pool_.block_data(id));
     for (int32_t i = 0; i < bs; ++i) {
       const int32_t at = static_cast<int32_t>(b) * bs + i;
@@ -99,7 +97,7 @@ ApplyStatus KvCacheManager::apply(CachedSequence& seq, const ReusePlan& plan, st
     pool_.copy_block(plan.partial_source, t.blocks()[n_shared]);
     const int32_t first = static_cast<int32_t>(n_shared) * bs;
     for (int32_t at = first; at < first + plan.partial_tokens; ++at) t.append(prompt[static_cast<std::size_t>(at)], at);
-    meta(plan.partial_source).last_access = now();
+    eviction_.touch(plan.partial_source, now());
     ++counters_.partial_block_hits;
   }
   // Slots up to the last span: copied ones get their position now, the
@@ -113,7 +111,7 @@ ApplyStatus KvCacheManager::apply(CachedSequence& seq, const ReusePlan& plan, st
   }
   zero_empty_slots(t, plan.prefix_tokens, extent);  // what stays empty until computed
   for (BlockId id : sources) {
-    meta(id).last_access = now();
+    eviction_.touch(id, now());
     unpin(id);
   }
   counters_.reused_tokens += static_cast<uint64_t>(plan.prefix_tokens);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 
 #include "engine/kv_budget.h"
 #include "kernels/numerics.h"
@@ -90,10 +91,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     std::vector<std::unique_ptr<CacheTier>> tiers;
     for (const TierFactory& open : options.tiers) {
       auto tier = open(e->cache_fingerprint_, g);
-      if (!tier) return fail(tier.error().message);
-      tiers.push_back(std::move(*tier));
+      if (tier) {
+        tiers.push_back(std::move(*tier));
+        continue;
+      }
+      // A store that cannot be opened now (a full disk) was left as it is:
+      // serving without it loses nothing, and the next start uses it again.
+      if (tier.error().kind != ErrorKind::Unavailable) return fail(tier.error().message);
+      std::fprintf(stderr, "clmcache: %s; running without this tier until a start finds it usable\n",
+                   tier.error().message.c_str());
+      e->unavailable_tiers_.push_back(tier.error().message);
     }
-    e->tiers_ =
+    if (!tiers.empty())
+      e->tiers_ =
         std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20,
                                            options.kv_events);
   }
@@ -126,23 +136,28 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
 
 Engine::~Engine() = default;
 
+const ReuseOptions& Engine::reuse_defaults() const { return scheduler_->options().reuse; }
+
+void Engine::start() { scheduler_->start(); }
+
+void Engine::stop() { scheduler_->stop(); }
+
+Result<std::unique_ptr<TokenStream>> Engine::open_stream(Request request, TokenStream::ReadyCallback on_ready) {
+  return TokenStream::open(*scheduler_, std::move(request), std::move(on_ready));
+}
+
+void Engine::pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s) {
+  scheduler_->pin_session(std::move(id), std::move(tokens), cache_namespace, hold_s);
+}
+
+void Engine::unpin_session(std::string id, PinEnd end) { scheduler_->unpin_session(std::move(id), end); }
+
+void Engine::clear_cached() { scheduler_->cache().clear_cached(); }
+
 Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                          const std::function<bool(const GeneratedToken&)>& on_token) {
-  Request req;
+  Request req{options};
   req.prompt.assign(prompt.begin(), prompt.end());
-  req.max_tokens = options.max_tokens;
-  req.top_logprobs = options.top_logprobs;
-  req.stop_at_end_of_generation = options.stop_at_end_of_generation;
-  req.sampler = options.sampler;
-  req.cache_namespace = options.cache_namespace;
-  req.reuse = options.reuse;
-  req.blend_ratio = options.blend_ratio;
-  req.blend_adaptive = options.blend_adaptive;
-  req.block_strategy = options.block_strategy;
-  req.prompt_logprobs = options.prompt_logprobs;
-  req.prompt_logprobs_from = options.prompt_logprobs_from;
-  req.kv_budget_tokens = options.kv_budget_tokens;
-  req.evict_positions = options.evict_positions;
 
   struct Wait {
     std::mutex mu;
@@ -198,7 +213,9 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
 }
 
 EngineCacheStats Engine::cache_stats() const {
-  return {scheduler_->cache_stats(), scheduler_->stats(), tiers_ ? tiers_->stats() : TierStats{}};
+  EngineCacheStats s{scheduler_->cache_stats(), scheduler_->stats(), tiers_ ? tiers_->stats() : TierStats{}};
+  s.tiers.unavailable = unavailable_tiers_;
+  return s;
 }
 
 }  // namespace clm

@@ -15,6 +15,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/kv_pool.h"
 #include "engine/scheduler.h"
+#include "engine/token_stream.h"
 #include "engine/stop_reason.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -78,21 +79,9 @@ struct EngineOptions {
   EvictPositions evict_positions = EvictPositions::Keep;
 };
 
-struct GenerateOptions {
-  int max_tokens = 128;
-  int top_logprobs = 0;     // report this many most likely tokens per step
-  bool stop_at_end_of_generation = true;
-  SamplerParams sampler;
-  uint64_t cache_namespace = 0;
-  std::optional<ReuseMode> reuse;  // overrides EngineOptions::reuse.mode
-  std::optional<float> blend_ratio;    // overrides EngineOptions::reuse.blend_ratio
-  std::optional<bool> blend_adaptive;  // overrides EngineOptions::reuse.blend_adaptive
-  std::optional<BlockStrategy> block_strategy;  // overrides EngineOptions::reuse.block_strategy
-  int prompt_logprobs = -1;        // see Request::prompt_logprobs
-  int prompt_logprobs_from = -1;   // see Request::prompt_logprobs_from
-  std::optional<int> kv_budget_tokens;  // overrides EngineOptions::kv_budget_tokens
-  std::optional<EvictPositions> evict_positions;  // overrides EngineOptions::evict_positions
-};
+// A request's options through the engine: the same struct the scheduler
+// takes, so that nothing is copied field by field on the way.
+using GenerateOptions = RequestOptions;
 
 using GeneratedToken = TokenEvent;
 
@@ -126,8 +115,10 @@ class Engine {
   Model& model() { return *model_; }
   KvPool& pool() { return *pool_; }
   ThreadPool& threads() { return *threads_; }
-  Scheduler& scheduler() { return *scheduler_; }
   const EngineOptions& options() const { return options_; }
+  // The reuse settings requests default to (EngineOptions::reuse, with
+  // prefix_cache = false as mode off).
+  const ReuseOptions& reuse_defaults() const;
   // The model's fingerprint (model/fingerprint.h).
   uint64_t fingerprint() const { return fingerprint_; }
   // What cache keys and stored entries carry: the model's fingerprint joined
@@ -142,6 +133,25 @@ class Engine {
   Result<GenerationStats> generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                    const std::function<bool(const GeneratedToken&)>& on_token);
 
+  // Serving: start() runs the scheduler's loop on a thread of its own
+  // until stop(), which cancels what still runs (each request's done
+  // callback runs, its stream ends) and makes later requests fail.
+  // generate() then waits on that loop instead of stepping it.
+  void start();
+  void stop();
+  // One request as a stream of tokens, for callers that poll rather than
+  // wait (the server, the Python module); see TokenStream. Fails as
+  // Scheduler::submit does (a full queue is Overloaded, a stopped engine
+  // Unavailable).
+  Result<std::unique_ptr<TokenStream>> open_stream(Request request, TokenStream::ReadyCallback on_ready = {});
+  // A conversation's last turn kept resident for hold_s seconds, or no
+  // longer (engine/session_pins.h).
+  void pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s);
+  void unpin_session(std::string id, PinEnd end = PinEnd::Unpinned);
+  // Drops every cached block that no request holds (benchmarks and
+  // evaluations start each case from an empty cache).
+  void clear_cached();
+
   EngineCacheStats cache_stats() const;
 
  private:
@@ -155,6 +165,7 @@ class Engine {
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<TierSet> tiers_;  // outlives the cache, which tells it of blocks
+  std::vector<std::string> unavailable_tiers_;  // left out at start: why, each (TierStats::unavailable)
   std::unique_ptr<KvCacheManager> cache_;
   std::unique_ptr<Scheduler> scheduler_;
   std::mutex step_mu_;  // one caller thread steps the scheduler at a time

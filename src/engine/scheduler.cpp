@@ -64,7 +64,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     return fail(ErrorKind::ContextExceeded, "prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
   if (request.max_tokens < 0) return fail(ErrorKind::InvalidRequest, "max_tokens must not be negative");
-  if (request.blend_ratio && !(*request.blend_ratio >= 0.0f && *request.blend_ratio <= 1.0f))
+  if (request.blend && !(request.blend->ratio >= 0.0f && request.blend->ratio <= 1.0f))
     return fail(ErrorKind::InvalidRequest, "blend ratio must be in [0, 1]");
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
     return fail(ErrorKind::InvalidRequest, "top_logprobs must be in 0.." + std::to_string(n_vocab));
@@ -112,7 +112,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
       for (const LandedEntry& e : seq->promoted)
         if (e.block != kNoBlock) landed.push_back(e.block);
       lock.unlock();
-      return_landings(landed);
+      landings_.hand_back(landed);
     }
     if (stopping_) return fail(ErrorKind::Unavailable, "the scheduler is stopped");
     if (refused)
@@ -199,7 +199,7 @@ void Scheduler::stop() {
 void Scheduler::wait_for_work(std::unique_lock<std::mutex>& lock) {
   auto has_work = [&] {
     return stopping_ || !queue_.empty() || !cancelled_.empty() || !pin_calls_.empty() || !running_.empty() ||
-           !landing_requests_.empty() || !landings_returned_.empty();
+           landings_.has_work();
   };
   // An idle server still unpins sessions on time: it wakes when the next
   // pin expires.
@@ -220,7 +220,7 @@ void Scheduler::loop() {
     }
     step_once();
   }
-  refuse_landings();
+  landings_.close();
   cancel_all();
   pins_.clear();
 }
@@ -258,7 +258,7 @@ bool Scheduler::step_once() {
     last_sweep_ = t0;
   }
   const std::size_t running_before = running_.size();
-  serve_landings();
+  landings_.serve(cache_);
   promote_queued();
   admit();
   bool progressed = running_.size() != running_before || pins_changed;

@@ -35,7 +35,9 @@
 #include "engine/end_cause.h"
 #include "engine/evict_policy.h"
 #include "engine/kv_budget.h"
+#include "engine/landing_desk.h"
 #include "engine/prompt_typer.h"
+#include "engine/request.h"
 #include "engine/session_pins.h"
 #include "engine/stop_reason.h"
 #include "model/model.h"
@@ -48,7 +50,6 @@
 
 namespace clm {
 
-using RequestId = uint64_t;
 
 struct SchedulerOptions {
   int max_batch_tokens = 512;   // tokens per forward call (decode + prefill chunks)
@@ -81,84 +82,6 @@ struct SchedulerOptions {
   // What the kept tokens' positions become after a budgeted sequence
   // forgets (engine/kv_budget.h): kept, or compacted with K re-rotated.
   EvictPositions evict_positions = EvictPositions::Keep;
-};
-
-struct Request {
-  std::vector<int32_t> prompt;
-  int max_tokens = 128;
-  int top_logprobs = 0;
-  bool stop_at_end_of_generation = true;
-  SamplerParams sampler;
-  uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
-  // Overrides SchedulerOptions::reuse.mode for this request.
-  std::optional<ReuseMode> reuse;
-  // Override SchedulerOptions::reuse's blend share / adaptive choice.
-  std::optional<float> blend_ratio;
-  std::optional<bool> blend_adaptive;
-  // Overrides SchedulerOptions::reuse.block_strategy for this request.
-  std::optional<BlockStrategy> block_strategy;
-  // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
-  // row is computed, the log-probability of prompt[i] and the K most likely
-  // tokens there (RequestSummary::prompt_logprobs).
-  int prompt_logprobs = -1;
-  // With prompt_logprobs >= 0, K >= 0: every prompt position from K on is
-  // scored, whatever the cache holds: the rows from K - 1 on are computed,
-  // never reused (reuse applies before them as usual). -1: no such promise.
-  int prompt_logprobs_from = -1;
-  // Overrides SchedulerOptions::kv_budget_tokens for this request (0: none).
-  std::optional<int> kv_budget_tokens;
-  // Overrides SchedulerOptions::evict_positions for this request.
-  std::optional<EvictPositions> evict_positions;
-  // Debugging and tests: each TokenEvent carries the full row of logits the
-  // token was sampled from (before penalties). Costs a copy of n_vocab floats.
-  bool record_logits = false;
-
-  // The first prompt index whose K/V must be computed whatever the cache
-  // holds (ReuseOptions::reuse_before); INT32_MAX when any may be reused.
-  int32_t reuse_before() const {
-    if (prompt_logprobs < 0 || prompt_logprobs_from < 0) return INT32_MAX;
-    return std::max(prompt_logprobs_from - 1, 0);
-  }
-};
-
-struct TokenEvent {
-  int32_t id = 0;
-  float logprob = 0.0f;  // of the chosen token under the unpenalized distribution
-  std::vector<std::pair<int32_t, float>> top_logprobs;
-  std::vector<float> logits;  // only with Request::record_logits
-};
-
-// The distribution a prompt position was predicted with: the prompt token's
-// log-probability and the K most likely tokens (most likely first).
-struct PromptLogprob {
-  float logprob = 0.0f;
-  std::vector<std::pair<int32_t, float>> top;
-};
-
-struct RequestSummary {
-  RequestId id = 0;
-  int prompt_tokens = 0;
-  int cached_tokens = 0;     // reused from the cache, not computed (reuse.prefix + reuse.shift)
-  ReuseCounts reuse;         // where each prompt token's K/V came from
-  // The same token by token, with the prompt tokens a KV budget forgot
-  // later marked; empty when the request was never admitted.
-  ReuseMap reuse_map;
-  // With Request::prompt_logprobs >= 0: one entry per prompt token; entry 0
-  // and the positions whose predecessor was reused rather than computed are
-  // empty (none from Request::prompt_logprobs_from on).
-  std::vector<std::optional<PromptLogprob>> prompt_logprobs;
-  int blend_probed = 0;       // prompt tokens blend's first pass ran through its first layer(s)
-  double prefill_flops = 0.0;  // arithmetic the prompt cost (model/prefill_flops.h), probes included
-  int generated_tokens = 0;
-  double queue_s = 0.0;      // submit to admission
-  double time_to_first_token_s = 0.0;  // submit to first token
-  double total_s = 0.0;
-  StopReason stop_reason = StopReason::Stop;  // set when the request ends
-  std::string error;         // set when stop_reason is Error
-  std::string note;          // why a request ended early (e.g. preempted: KV cache full)
-  std::optional<CancelCause> cancel_cause;    // set when stop_reason is Cancelled
-  std::optional<PreemptCause> preempt_cause;  // set when the request was preempted
-  int evicted_tokens = 0;    // K/V slots forgotten to stay within the KV budget or relieve the pool
 };
 
 struct SchedulerStats {
@@ -336,31 +259,21 @@ class Scheduler {
   bool started_ = false;
   std::thread loop_;
 
-  // Pool blocks for tier reads to land in (scheduler_landing.cpp). submit()
-  // asks for them and reads into them on its own thread; the stepping thread,
-  // the only one that touches the pool, reserves them (evicting idle cached
-  // blocks if need be) and frees the ones handed back unused.
-  struct LandingRequest {
-    std::size_t wanted = 0;
-    std::vector<BlockId> granted;
-    bool answered = false;
-  };
-  class SubmitLanding;
+  // Pool blocks for tier reads to land in (engine/landing_desk.h): submit()
+  // asks for them and reads into them on its own thread.
+  LandingDesk landings_{[this] {
+    // Taking mu_ first means a loop about to wait has either seen the work
+    // or is waiting, and gets this notification.
+    { std::lock_guard lock(mu_); }
+    wake_.notify_all();
+  }};
+  class SubmitLanding;  // scheduler_landing.cpp
   // submit(): reads the request's missing prefix blocks from the tiers into
   // blocks reserved for them.
   std::vector<LandedEntry> fetch_promoted(const Request& request);
-  std::vector<LandingRequest*> landing_requests_;  // guarded by mu_
-  std::vector<BlockId> landings_returned_;         // guarded by mu_
-  std::condition_variable landing_answered_;
   // Held by step() for a whole step when no loop runs, so that submit() can
   // reserve landing blocks between steps (try_lock: never from a callback).
   std::mutex step_mu_;
-  // Stepping thread: answers the waiting requests and frees returned blocks.
-  void serve_landings();
-  // The loop is ending: answers every waiting request with no blocks.
-  void refuse_landings();
-  // Any thread: blocks that go back to the pool at the next step.
-  void return_landings(std::span<const BlockId> blocks);
   // Stepping thread: a sequence that leaves without adoption gives back the
   // blocks its entries landed in.
   void drop_promoted(Sequence& seq);
@@ -387,46 +300,6 @@ class Scheduler {
   ChunkBuffers sample_rows_;          // the sampler's copies of logits rows, one per running chunk
   PrefillFlops flops_;
   SessionPins pins_;
-};
-
-// A blocking iterator over one request's tokens, for callers that prefer to
-// pull: next() returns tokens until the request ends, then nullopt. When the
-// scheduler has no loop thread, next() steps it on the caller's thread.
-// Event-driven callers pass on_ready instead and call poll(), which never
-// blocks: on_ready runs on the scheduler's thread after each token and at the
-// end, so it must only hand the news over (post to an event loop), not wait.
-class TokenStream {
- public:
-  using ReadyCallback = std::function<void()>;
-  static Result<std::unique_ptr<TokenStream>> open(Scheduler& scheduler, Request request,
-                                                   ReadyCallback on_ready = {});
-  ~TokenStream();  // cancels the request if it is still running
-  TokenStream(const TokenStream&) = delete;
-  TokenStream& operator=(const TokenStream&) = delete;
-  std::optional<TokenEvent> next();
-  enum class Poll { Token, Ended, Pending };
-  // Token: `out` holds the next token. Ended: as next() returning nullopt.
-  // Pending: nothing yet (only with a started scheduler).
-  Poll poll(TokenEvent& out);
-  // Valid once next() has returned nullopt or poll() Ended.
-  const RequestSummary& summary() const { return summary_; }
-  RequestId id() const { return id_; }
-  void cancel(CancelCause cause = CancelCause::Client);
-
- private:
-  // Shared with the callbacks, which may outlive the stream.
-  struct State {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<TokenEvent> events;
-    bool done = false;
-    RequestSummary summary;
-  };
-  TokenStream() = default;
-  Scheduler* scheduler_ = nullptr;
-  RequestId id_ = 0;
-  std::shared_ptr<State> state_;
-  RequestSummary summary_;
 };
 
 }  // namespace clm

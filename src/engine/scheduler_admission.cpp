@@ -89,8 +89,9 @@ void Scheduler::admit() {
         const auto region = static_cast<std::size_t>(s.probe_region.end - s.probe_region.begin);
         s.deviation.assign(region, 0.0f);
         s.probe_residual.assign(region * static_cast<std::size_t>(model_.config().n_embd), 0.0f);
-        s.blend_ratio = s.request.blend_ratio.value_or(reuse.blend_ratio);
-        s.blend_adaptive = s.request.blend_adaptive.value_or(reuse.blend_adaptive);
+        const BlendChoice blend = s.request.blend.value_or(BlendChoice{reuse.blend_ratio, reuse.blend_adaptive});
+        s.blend_ratio = blend.ratio;
+        s.blend_adaptive = blend.adaptive;
         s.kv.final_limit = s.final_limit();
       }
     }

@@ -1,10 +1,10 @@
 // Pool blocks for tier reads to land in: submit() reads a prompt's missing
 // prefix blocks from the tiers on its own thread, straight into pool blocks,
-// while only the stepping thread may touch the pool. So submit() posts a
-// request and waits; the stepping thread reserves the blocks at the start of
-// its next step and answers; submit() reads into them with no lock held.
-// Blocks that end up unused (a failed read, a shorter chain) are handed back
-// and freed at the next step. When no loop thread runs (a caller steps the
+// while only the stepping thread may touch the pool. So submit() asks the
+// landing desk (engine/landing_desk.h) and waits; the stepping thread
+// reserves the blocks at the start of its next step and answers; submit()
+// reads into them with no lock held. Blocks that end up unused (a failed
+// read, a shorter chain) are handed back and freed at the next step. When no loop thread runs (a caller steps the
 // scheduler itself), submit() reserves the blocks itself while no step runs
 // (step_mu_). From a callback during a step nobody could answer: entries
 // then land in their own buffers and are copied into blocks at adoption.
@@ -32,7 +32,7 @@ class Scheduler::SubmitLanding final : public KvLandingSource {
         return;
       }
     }
-    s_.return_landings(unused_);
+    s_.landings_.hand_back(unused_);
   }
   SubmitLanding(const SubmitLanding&) = delete;
   SubmitLanding& operator=(const SubmitLanding&) = delete;
@@ -52,24 +52,13 @@ class Scheduler::SubmitLanding final : public KvLandingSource {
       }
       return;
     }
-    LandingRequest request;
-    request.wanted = n - left;
-    {
-      std::unique_lock lock(s_.mu_);
-      // A stopping loop answers no more (refuse_landings ran or will run
-      // before it ends, under this lock).
-      if (s_.stopping_) {
-        mode_ = Mode::Staged;
-        return;
-      }
-      s_.landing_requests_.push_back(&request);
+    auto granted = s_.landings_.ask(n - left);
+    // A closed desk (the loop has ended) answers no more.
+    if (!granted) {
+      mode_ = Mode::Staged;
+      return;
     }
-    s_.wake_.notify_all();
-    {
-      std::unique_lock lock(s_.mu_);
-      s_.landing_answered_.wait(lock, [&] { return request.answered; });
-    }
-    held_.insert(held_.end(), request.granted.begin(), request.granted.end());
+    held_.insert(held_.end(), granted->begin(), granted->end());
   }
 
   std::optional<KvLanding> take() override {
@@ -102,53 +91,6 @@ std::vector<LandedEntry> Scheduler::fetch_promoted(const Request& request) {
   const auto limit = static_cast<std::size_t>(request.reuse_before());
   const std::size_t wanted = std::min(prompt.size(), (limit + bs - 1) / bs * bs);
   return options_.tiers->fetch(cache_.prompt_keys(prompt.first(wanted), request.cache_namespace), &landing);
-}
-
-void Scheduler::serve_landings() {
-  std::vector<LandingRequest*> requests;
-  std::vector<BlockId> returned;
-  {
-    std::lock_guard lock(mu_);
-    requests.swap(landing_requests_);
-    returned.swap(landings_returned_);
-  }
-  for (BlockId id : returned) cache_.return_landing(id);
-  if (requests.empty()) return;
-  // Each waiter stays blocked until answered below, so the pointers hold.
-  std::vector<std::vector<BlockId>> granted(requests.size());
-  for (std::size_t r = 0; r < requests.size(); ++r) {
-    for (std::size_t i = 0; i < requests[r]->wanted; ++i) {
-      const BlockId id = cache_.reserve_landing();
-      if (id == kNoBlock) break;  // the pool is full of referenced blocks: the rest lands in buffers
-      granted[r].push_back(id);
-    }
-  }
-  {
-    std::lock_guard lock(mu_);
-    for (std::size_t r = 0; r < requests.size(); ++r) {
-      requests[r]->granted = std::move(granted[r]);
-      requests[r]->answered = true;
-    }
-  }
-  landing_answered_.notify_all();
-}
-
-void Scheduler::refuse_landings() {
-  {
-    std::lock_guard lock(mu_);
-    for (LandingRequest* r : landing_requests_) r->answered = true;
-    landing_requests_.clear();
-  }
-  landing_answered_.notify_all();
-}
-
-void Scheduler::return_landings(std::span<const BlockId> blocks) {
-  if (blocks.empty()) return;
-  {
-    std::lock_guard lock(mu_);
-    landings_returned_.insert(landings_returned_.end(), blocks.begin(), blocks.end());
-  }
-  wake_.notify_all();
 }
 
 void Scheduler::drop_promoted(Sequence& seq) {

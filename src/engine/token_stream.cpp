@@ -1,6 +1,7 @@
-// TokenStream (declared in scheduler.h): the callbacks push into a state
-// shared with the stream, so a stream destroyed early never leaves the
-// scheduler holding a dangling pointer.
+// The callbacks push into a state shared with the stream, so a stream
+// destroyed early never leaves the scheduler holding a dangling pointer.
+#include "engine/token_stream.h"
+
 #include "engine/scheduler.h"
 
 #include "util/check.h"

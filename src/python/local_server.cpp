@@ -36,7 +36,7 @@ std::expected<std::unique_ptr<LocalServer>, OpenError> LocalServer::open(const s
     if (!persisted) return std::unexpected(OpenError{false, persisted.error().message});
     s->persisted_ = std::move(*persisted);
   }
-  s->engine_->scheduler().start();
+  s->engine_->start();
   return s;
 }
 
@@ -80,7 +80,7 @@ void LocalServer::close(double grace_s) {
   while (ctx.in_flight > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   // Cancels what still runs: each job's stream ends, its caller wakes.
-  engine_->scheduler().stop();
+  engine_->stop();
   if (TierSet* tiers = engine_->tiers()) tiers->flush();
 }
 

@@ -16,6 +16,7 @@
 
 #include "tier/entry_codec.h"
 #include "tier/errno_text.h"
+#include "tier/free_space.h"
 #include "util/hex.h"
 
 namespace clm {
@@ -60,11 +61,21 @@ Status adopt_directory(const std::string& dir) {
   }
   // New, empty, or made by a version before the marker: marked now.
   const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return fail(errno_text("cannot mark " + dir + " as a disk cache"));
+  const auto unmarked = [&dir] {
+    const std::string why = errno_text("cannot mark " + dir + " as a disk cache");
+    return errno == ENOSPC || errno == EDQUOT ? fail(ErrorKind::Unavailable, why + "; it is left as it is") : fail(why);
+  };
+  if (fd < 0) return unmarked();
   constexpr std::string_view kText = "clmcache disk cache\n";
   const bool written = ::write(fd, kText.data(), kText.size()) == static_cast<ssize_t>(kText.size());
+  if (!written) {
+    const int write_errno = errno;
+    ::close(fd);
+    ::unlink(marker.c_str());  // an empty marker would adopt the directory unchecked next time
+    errno = write_errno;
+    return unmarked();
+  }
   ::close(fd);
-  if (!written) return fail(errno_text("cannot mark " + dir + " as a disk cache"));
   return {};
 }
 
@@ -195,6 +206,10 @@ Result<std::unique_ptr<DiskStore>> DiskStore::open(const std::string& dir, DiskT
       problem = db.error().message;
     }
     if (store) break;
+    // Without space the index cannot open, but it is not damaged: set aside,
+    // it would be rebuilt from the files for nothing. The store stays as it
+    // is for the next start, and the server runs without it.
+    if (free_space_is_low(dir)) return store_unavailable_for_space("the disk cache index " + index, problem);
     if (attempt == 1) return fail("cannot open the disk cache index " + index + ": " + problem);
     // The index is only a summary of the files: set the damaged one aside
     // and rebuild it from them.

@@ -65,12 +65,10 @@ class RedisTier : public CacheTier, public TierHealth {
   void remove(BlockKey key) override;
   void set_removal_listener(TierRemovalListener listener) override { removal_listener_ = std::move(listener); }
   std::string breaker_state() const override { return breaker_state_name(breaker_.state()); }
+  uint64_t damaged_values() const override { return damaged_.load(); }
+  uint64_t unauthenticated_values() const override { return unauthenticated_.load(); }
 
   const CircuitBreaker& breaker() const { return breaker_; }
-  // Values read back that failed decoding or their checks (each deleted).
-  uint64_t damaged() const { return damaged_.load(); }
-  // Of those, values whose MAC did not verify (with a secret only).
-  uint64_t unauthenticated() const { return unauthenticated_.load(); }
   // The Redis key of a block (tests damage values through it).
   std::string key_name(BlockKey key) const;
 

@@ -2,6 +2,7 @@
 
 #include "tier/entry_codec.h"
 #include "tier/errno_text.h"
+#include "tier/free_space.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -98,14 +99,6 @@ Status check_unmarked(const std::string& file) {
   return {};
 }
 
-// Under a few MiB free, SQLite cannot even open a database in WAL mode.
-bool free_space_is_low(const fs::path& dir) {
-  constexpr uint64_t kFloor = uint64_t{4} << 20;
-  struct statvfs fs_info {};
-  if (::statvfs(dir.c_str(), &fs_info) != 0) return false;
-  return static_cast<uint64_t>(fs_info.f_bavail) * fs_info.f_frsize < kFloor;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, DiskTierOptions options) {
@@ -139,13 +132,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& file, 
     } else {
       problem = db.error().message;
     }
+    // One that cannot be opened for want of space is not damaged: it stays
+    // as it is for the next start, and the server runs without it.
+    if (free_space_is_low(parent)) return store_unavailable_for_space("the cache database " + file, problem);
     if (attempt == 1) return fail("cannot open the cache database " + file + ": " + problem);
     // Only a store of ours is set aside: anything else was refused above.
-    // One that cannot be opened for want of space is not damaged: it stays
-    // as it is for the next start.
-    if (*owner != Ownership::New && free_space_is_low(parent.empty() ? fs::path(".") : parent))
-      return fail("cannot open the cache database " + file + " (" + problem +
-                  "): the disk is nearly full; it is left as it is");
     std::fprintf(stderr, "clmcache: sqlite cache %s: the database is unusable (%s); starting afresh\n", file.c_str(),
                  problem.c_str());
     const std::string aside = file + ".damaged-" + std::to_string(::time(nullptr));

@@ -143,7 +143,11 @@ TierStats TierSet::stats() const {
       c.misses = misses_[t];
       c.writes = writes[t].written;
       c.writes_refused = writes[t].refused;
-      if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) c.breaker_state = health->breaker_state();
+      if (const auto* health = dynamic_cast<const TierHealth*>(tiers_[t].get())) {
+        c.breaker_state = health->breaker_state();
+        c.damaged_values = health->damaged_values();
+        c.unauthenticated_values = health->unauthenticated_values();
+      }
       c.holds_storage = usage[t].held;
       c.stored_bytes = usage[t].bytes;
       c.quarantined = usage[t].quarantined;

@@ -44,6 +44,8 @@ struct TierCounters {
   uint64_t writes = 0;          // entries stored
   uint64_t writes_refused = 0;  // entries the tier refused (full, unavailable)
   std::string breaker_state;    // remote tiers: "closed", "open", "half_open"; else empty
+  uint64_t damaged_values = 0;         // remote tiers: values read back and refused (failed a check)
+  uint64_t unauthenticated_values = 0;  // of those, values whose MAC did not verify
   bool holds_storage = false;   // a disk or SQLite tier: the two figures below are its
   uint64_t stored_bytes = 0;    // bytes of the entries it holds
   uint64_t quarantined = 0;     // damaged entries it set aside
@@ -57,6 +59,9 @@ struct TierStats {
   std::size_t writes_pending = 0;
   uint64_t blocks_promoted = 0;     // tier entries copied into the RAM pool
   uint64_t copies_to_faster = 0;    // entries read from a slower tier queued to the faster ones (Redis to disk)
+  // Tiers asked for but left out at start because their store could not be
+  // opened then (a full disk): why, each. They are used again after a restart.
+  std::vector<std::string> unavailable;
   // Bytes held by the tiers that own their storage (disk, SQLite); the
   // seed's `disk_cache_size_gb` in GB (10^9 bytes).
   uint64_t disk_cache_bytes() const;

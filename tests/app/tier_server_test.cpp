@@ -99,6 +99,8 @@ TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
   redis.writes = 7;
   redis.writes_refused = 2;
   redis.breaker_state = "open";
+  redis.damaged_values = 6;
+  redis.unauthenticated_values = 4;
   s.tiers.push_back(redis);
   TierCounters disk;
   disk.name = "disk";
@@ -113,10 +115,16 @@ TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
   s.writes_dropped = 4;
   s.writes_pending = 1;
   s.blocks_promoted = 3;
+  s.unavailable = {"--disk-cache sqlite:c.sqlite: the disk is nearly full"};
   const json j = tiers_json(s);
+  EXPECT_EQ(j["unavailable"], json::array({"--disk-cache sqlite:c.sqlite: the disk is nearly full"}));
+  EXPECT_EQ(tiers_json(TierStats{})["unavailable"], json::array());
   EXPECT_EQ(j["tiers"][1]["hit_rate"], 0.75);
   EXPECT_EQ(j["tiers"][1]["writes_refused"], 2);
   EXPECT_FALSE(j["tiers"][1].contains("stored_bytes")) << "Redis' memory is not ours to count";
+  EXPECT_EQ(j["tiers"][1]["damaged_values"], 6);
+  EXPECT_EQ(j["tiers"][1]["unauthenticated_values"], 4);
+  EXPECT_FALSE(j["tiers"][0].contains("damaged_values")) << "a local store quarantines instead";
   EXPECT_EQ(j["tiers"][0]["stored_bytes"], 2'500'000'000u);
   EXPECT_EQ(j["tiers"][0]["quarantined"], 2);
   EXPECT_DOUBLE_EQ(j["disk_cache_size_gb"].get<double>(), 2.5);
@@ -148,6 +156,45 @@ TEST(TierReport, JsonAndMetricsCarryEveryFigure) {
   EXPECT_EQ(t.sum("clmcache_disk_cache_size_gb"), 2.5);
   EXPECT_EQ(t.sum("clmcache_tier_quarantined_files", {{"tier", "disk"}}), 2.0);
   EXPECT_EQ(t.sum("clmcache_tier_copies_to_faster_total"), 5.0);
+  EXPECT_EQ(t.sum("clmcache_tier_values_damaged_total", {{"tier", "redis"}}), 6.0);
+  EXPECT_EQ(t.sum("clmcache_tier_values_unauthenticated_total", {{"tier", "redis"}}), 4.0);
+}
+
+// A server whose secret differs from the writer's refuses every value (each a
+// miss) and says so in /stats and /metrics: what an operator sees when
+// someone else writes to the Redis.
+TEST(TierServer, ValuesUnderAnotherSecretAreCountedAsUnauthenticated) {
+  test::RedisServer redis;
+  const std::string body = json{{"prompt", kPrompt}, {"max_tokens", 2}, {"temperature", 0}}.dump();
+  {
+    test::ServerProcess writer(
+        {"-m", model(), "--block-size", "16", "--redis", redis.url(), "--redis-secret", "the writer's"});
+    ASSERT_GT(writer.port(), 0);
+    httplib::Client c("127.0.0.1", writer.port());
+    auto r = c.Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    ASSERT_EQ(writer.terminate(30), 0) << writer.log();  // the queued writes go out first
+  }
+  ASSERT_NE(redis.command({"DBSIZE"}), "0");
+  test::ServerProcess reader({"-m", model(), "--block-size", "16", "--redis", redis.url(), "--redis-secret", "another"});
+  ASSERT_GT(reader.port(), 0);
+  httplib::Client c("127.0.0.1", reader.port());
+  auto r = c.Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(json::parse(r->body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  auto stats = c.Get("/stats");
+  ASSERT_TRUE(stats);
+  const json redis_tier = json::parse(stats->body)["tiers"]["tiers"][0];
+  EXPECT_EQ(redis_tier["unauthenticated_values"], 1) << redis_tier.dump();
+  EXPECT_EQ(redis_tier["damaged_values"], 1);
+  auto metrics = c.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  std::string error;
+  const auto t = test::parse_prometheus_text(metrics->body, error);
+  EXPECT_EQ(t.sum("clmcache_tier_values_unauthenticated_total", {{"tier", "redis"}}), 1.0);
+  EXPECT_EQ(reader.terminate(30), 0) << reader.log();
 }
 
 TEST(TierServer, StatsCarryTheDiskCacheSizeAndTheReuseDepth) {

@@ -64,7 +64,7 @@ RigOptions rig_options() {
 Request blend_request(std::vector<int32_t> prompt, int max_tokens, float ratio, ReuseMode mode = ReuseMode::Blend) {
   Request r = greedy_request(std::move(prompt), max_tokens, true);
   r.reuse = mode;
-  r.blend_ratio = ratio;
+  r.blend = BlendChoice{ratio, false};
   return r;
 }
 
@@ -94,7 +94,7 @@ Outcome ask(ReuseMode mode, float ratio, int max_tokens = 4, bool adaptive = fal
   run_one(rig, blend_request(warm_prompt(), 0, 0.0f, ReuseMode::Prefix));
   Outcome out;
   Request r = blend_request(asked_prompt(), max_tokens, ratio, mode);
-  r.blend_adaptive = adaptive;
+  r.blend->adaptive = adaptive;
   out.summary = run_one(rig, std::move(r), &out.events);
   expect_nothing_held(rig);
   return out;

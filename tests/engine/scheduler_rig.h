@@ -14,6 +14,7 @@
 #include "cache/kv_cache_manager.h"
 #include "cache/kv_pool.h"
 #include "engine/scheduler.h"
+#include "engine/token_stream.h"
 #include "model/fingerprint.h"
 #include "model/model.h"
 #include "model/synthetic_model.h"

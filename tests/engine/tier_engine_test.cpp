@@ -56,7 +56,7 @@ struct Outcome {
 
 Outcome run(Engine& e, const std::vector<int32_t>& prompt) {
   Outcome out;
-  auto stream = TokenStream::open(e.scheduler(), test::greedy_request(prompt, 4, true));
+  auto stream = e.open_stream(test::greedy_request(prompt, 4, true));
   EXPECT_TRUE(stream) << stream.error().message;
   if (!stream) return out;
   while (auto ev = (*stream)->next()) out.events.push_back(std::move(*ev));
@@ -131,11 +131,11 @@ TEST(TierEngine, WithTheLoopRunningEntriesLandInPoolBlocksTheLoopReserved) {
 
   auto second = make_engine(&redis);
   ASSERT_TRUE(second);
-  second->scheduler().start();
+  second->start();
   const Outcome b = run(*second, prompt);
   EXPECT_EQ(b.summary.cached_tokens, 96) << "six blocks of sixteen, promoted from Redis";
   expect_same_logits(cold, b);
-  second->scheduler().stop();
+  second->stop();
   const EngineCacheStats st = second->cache_stats();
   EXPECT_EQ(st.tiers.blocks_promoted, 6u);
   EXPECT_EQ(st.cache.blocks_used, 0u);

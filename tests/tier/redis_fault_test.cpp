@@ -138,7 +138,7 @@ TEST(RedisFault, AForgedEntryIsRefusedWithASecret) {
   ASSERT_TRUE(shared);
   EXPECT_EQ(shared->kv, e.kv);
   EXPECT_FALSE(stranger->get(e.key)) << "a MAC under another secret verifies";
-  EXPECT_EQ(stranger->unauthenticated(), 1u);
+  EXPECT_EQ(stranger->unauthenticated_values(), 1u);
   // The forgery: the same entry with other K/V, encoded and checksummed as
   // the codec does, written under the authenticated key without a MAC, then
   // with the right length but a wrong MAC.
@@ -151,7 +151,7 @@ TEST(RedisFault, AForgedEntryIsRefusedWithASecret) {
   EXPECT_FALSE(reader->get(e.key));
   ASSERT_EQ(server.command({"SET", reader->key_name(e.key), value + std::string(32, 'x')}), "OK");
   EXPECT_FALSE(reader->get(e.key));
-  EXPECT_EQ(reader->unauthenticated(), 2u);
+  EXPECT_EQ(reader->unauthenticated_values(), 2u);
   EXPECT_EQ(server.command({"EXISTS", reader->key_name(e.key)}), "0") << "the forgery is deleted";
   // Without a secret the same forgery is taken for the real thing: what the
   // README warns of.

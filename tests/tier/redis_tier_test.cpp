@@ -129,7 +129,7 @@ TEST(RedisTier, ADamagedValueIsAMissAndIsDeleted) {
     EXPECT_FALSE(h.tier->get(e.key));
     EXPECT_EQ(h.server.command({"EXISTS", h.tier->key_name(e.key)}), "0") << "deleted";
   }
-  EXPECT_EQ(h.tier->damaged(), 3u);
+  EXPECT_EQ(h.tier->damaged_values(), 3u);
   EXPECT_EQ(h.tier->breaker_state(), "closed") << "damage is not a Redis failure";
 }
 
