@@ -38,6 +38,15 @@ int eval_failed(const Error& e, bool progress_shown) {
   return 1;
 }
 
+// The report in the format asked for (-o md|json).
+template <class Report>
+void print_report(const Report& r, const std::string& format) {
+  if (format == "json")
+    std::cout << to_json(r).dump(2) << "\n";
+  else
+    std::cout << to_markdown(r);
+}
+
 struct ReuseEvalFlags {
   ReuseEvalOptions options;
   std::string cases_path;
@@ -73,13 +82,8 @@ int eval_reuse(ReuseEvalFlags& f) {
   if (!cases) return eval_failed(cases.error(), false);
   f.options.on_case = case_progress("eval reuse");
   auto r = run_reuse_eval(f.options, *cases);
-  if (!r) {
-    return eval_failed(r.error(), f.options.on_case != nullptr);
-  }
-  if (f.format == "json")
-    std::cout << to_json(*r).dump(2) << "\n";
-  else
-    std::cout << to_markdown(*r);
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
+  print_report(*r, f.format);
   if (!f.json_path.empty()) {
     std::ofstream out(f.json_path);
     out << to_json(*r).dump(2) << "\n";
@@ -122,9 +126,7 @@ int eval_evict(EvictEvalFlags& f) {
   if (!cases) return eval_failed(cases.error(), false);
   f.options.on_case = case_progress("eval evict");
   auto r = run_evict_eval(f.options, *cases);
-  if (!r) {
-    return eval_failed(r.error(), f.options.on_case != nullptr);
-  }
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
   std::cout << evict_markdown(*r);
   return 0;
 }
@@ -190,13 +192,8 @@ int eval_kv_type(KvTypeEvalFlags& f) {
   if (!cases) return eval_failed(cases.error(), false);
   f.options.on_case = case_progress("eval kv-type");
   auto r = run_kv_type_eval(f.options, *cases);
-  if (!r) {
-    return eval_failed(r.error(), f.options.on_case != nullptr);
-  }
-  if (f.format == "json")
-    std::cout << to_json(*r).dump(2) << "\n";
-  else
-    std::cout << to_markdown(*r);
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
+  print_report(*r, f.format);
   return 0;
 }
 

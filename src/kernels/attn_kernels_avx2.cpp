@@ -18,6 +18,7 @@
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx2,fma,f16c")
+#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
 
 namespace clm {
 
@@ -41,23 +42,11 @@ struct LoadF16 {
 };
 // i is a multiple of 8, so the eight values share one group (kv_row_codec.h)
 // and d * q is exact: the floats read_q8_0_element gives.
-struct LoadQ8 {
+struct LoadQ8 : Q8ElementF16c {
   static __m256 vec(const std::byte* p, std::size_t i) {
     const __m256 d = _mm256_set1_ps(scale(p, i));
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
-  }
-  // F16C converts the scale exactly, as read_f16_element does, without
-  // its branches: heads narrower than a register take this per element.
-  static float one(const std::byte* p, std::size_t i) {
-    int8_t q;
-    std::memcpy(&q, p + q8_value_offset(i), 1);
-    return scale(p, i) * static_cast<float>(q);
-  }
-  static float scale(const std::byte* p, std::size_t i) {
-    uint16_t d;
-    std::memcpy(&d, p + q8_scale_offset(i), 2);
-    return _cvtsh_ss(d);
   }
 };
 

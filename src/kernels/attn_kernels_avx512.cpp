@@ -17,6 +17,7 @@
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx512f,avx512bw,avx2,fma,f16c")
+#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
@@ -47,23 +48,11 @@ struct LoadF16 {
 };
 // i is a multiple of 16, so the sixteen values share one group
 // (kv_row_codec.h) and d * q is exact: the floats read_q8_0_element gives.
-struct LoadQ8 {
+struct LoadQ8 : Q8ElementF16c {
   static __m512 vec(const std::byte* p, std::size_t i) {
     const __m512 d = _mm512_set1_ps(scale(p, i));
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
-  }
-  // F16C converts the scale exactly, as read_f16_element does, without
-  // its branches: heads narrower than a register take this per element.
-  static float one(const std::byte* p, std::size_t i) {
-    int8_t q;
-    std::memcpy(&q, p + q8_value_offset(i), 1);
-    return scale(p, i) * static_cast<float>(q);
-  }
-  static float scale(const std::byte* p, std::size_t i) {
-    uint16_t d;
-    std::memcpy(&d, p + q8_scale_offset(i), 2);
-    return _cvtsh_ss(d);
   }
 };
 
