@@ -79,7 +79,10 @@ Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
   auto model = Model::load(o.model_path, load);
   if (!model) return fail(model.error().message);
   const ModelConfig& c = (*model)->config();
-  KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 32, o.kv_f32 ? KvType::F32 : KvType::F16};
+  for (const KvType t : {o.kv_types.k, o.kv_types.v})
+    if (const std::string why = kv_type_unsupported(t, c.head_dim); !why.empty())
+      return fail("bench: KV type " + std::string(kv_type_name(t)) + ": " + why);
+  KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 32, o.kv_types};
   const int n_tokens = std::max(o.n_prompt, o.n_gen);
   auto pool = KvPool::create(g, static_cast<std::size_t>((n_tokens + g.block_size - 1) / g.block_size + 1));
   if (!pool) return fail(pool.error().message);
@@ -112,7 +115,9 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
   };
   nlohmann::json j = {{"model", r.model},          {"kernel_path", r.kernel_path}, {"threads", r.n_threads},
                       {"weights", file_load_name(load_of(o))},
-                      {"weight_bytes", r.weight_bytes}, {"parameters", r.parameters}, {"repetitions", o.repetitions}};
+                      {"weight_bytes", r.weight_bytes}, {"parameters", r.parameters}, {"repetitions", o.repetitions},
+                      {"cache_type_k", std::string(kv_type_name(o.kv_types.k))},
+                      {"cache_type_v", std::string(kv_type_name(o.kv_types.v))}};
   if (o.n_prompt > 0) j["pp"] = {{"tokens", o.n_prompt}, {"tokens_per_second", summary(r.pp_tokens_per_s)}};
   if (o.n_gen > 0) j["tg"] = {{"tokens", o.n_gen}, {"tokens_per_second", summary(r.tg_tokens_per_s)}};
   return j;
@@ -120,13 +125,14 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
 
 std::string to_markdown(const ModelBenchOptions& o, const ModelBenchResult& r) {
   std::string out =
-      "| model | size | params | kernels | threads | weights | test | t/s |\n|---|---:|---:|---|---:|---|---|---:|\n";
+      "| model | size | params | kernels | threads | weights | kv | test | t/s |\n|---|---:|---:|---|---:|---|---|---|---:|\n";
   const std::string weights(file_load_name(load_of(o)));
   char row[512];
   auto add = [&](const std::string& test, const Summary& s) {
-    std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %.2f ± %.2f |\n", r.model.c_str(),
-                  static_cast<double>(r.weight_bytes) / (1024.0 * 1024.0), static_cast<double>(r.parameters) / 1e6,
-                  r.kernel_path.c_str(), r.n_threads, weights.c_str(), test.c_str(), s.median, s.stddev);
+    std::snprintf(row, sizeof row, "| %s | %.2f MiB | %.2f M | %s | %d | %s | %s | %s | %.2f ± %.2f |\n",
+                  r.model.c_str(), static_cast<double>(r.weight_bytes) / (1024.0 * 1024.0),
+                  static_cast<double>(r.parameters) / 1e6, r.kernel_path.c_str(), r.n_threads, weights.c_str(),
+                  kv_types_text(o.kv_types).c_str(), test.c_str(), s.median, s.stddev);
     out += row;
   };
   if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt), r.pp_tokens_per_s);

@@ -19,7 +19,7 @@ struct ModelBenchOptions {
   int n_gen = 128;
   int n_threads = 0;  // 0: all hardware threads
   int repetitions = 5;
-  bool kv_f32 = false;
+  KvTypes kv_types;  // K and V element types
   bool mmap = false;  // weights from the file map in place instead of a private copy
 };
 

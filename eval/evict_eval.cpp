@@ -169,7 +169,7 @@ Result<EvictEvalResult> run_evict_eval(const EvictEvalOptions& o, const EvictCas
   if (c.n_ctx_train > 0 && P + C > c.n_ctx_train)
     return fail("eval evict: prompt + continuation (" + std::to_string(P + C) + " tokens) exceed the model's context of " +
                 std::to_string(c.n_ctx_train));
-  const KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, kKvBlock, o.kv_type};
+  const KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, kKvBlock, o.kv_types};
   const int threads = o.n_threads > 0 ? o.n_threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   ThreadPool tp(threads);
 

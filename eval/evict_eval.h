@@ -32,7 +32,7 @@ struct EvictEvalOptions {
   int continuation_tokens = 16;               // teacher-forced after the prompt
   int chunk_tokens = 64;                      // prefill chunk; the policy runs between chunks
   EvictOptions policy;                        // every setting but the kind, shared by all policies
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;
   // After each eviction, close the gaps: kept tokens renumbered 0, 1, ...
   // (K re-rotated), later tokens numbered after them. False: positions kept.
   bool compact_positions = false;

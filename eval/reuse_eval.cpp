@@ -8,57 +8,14 @@
 #include <utility>
 
 #include "engine/engine.h"
-#include "model/gguf.h"
 #include "model/model_config.h"
-#include "model/tokenizer.h"
 #include "model/prefill_flops.h"
+#include "eval_requests.h"
 #include "token_overlap.h"
 
 namespace clm {
 
 namespace {
-
-constexpr int kDefaultContext = 4096;  // when the model does not say
-
-struct TokenizedCase {
-  std::vector<std::vector<int32_t>> warm;
-  std::vector<int32_t> ask;
-  std::optional<std::vector<int32_t>> reference;
-};
-
-std::string case_name(const ReuseCase& c, std::size_t i) { return "case " + std::to_string(i) + " (" + c.id + ")"; }
-
-Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const ReuseCaseSet& set, int n_ctx,
-                                                  int greedy_tokens) {
-  std::vector<TokenizedCase> out;
-  for (std::size_t i = 0; i < set.cases.size(); ++i) {
-    const ReuseCase& c = set.cases[i];
-    TokenizedCase t;
-    // As `clmcache run` does: BOS added, control tokens in the text parsed.
-    for (std::size_t k = 0; k < c.warm.size(); ++k) {
-      auto ids = tok.encode(c.warm[k], /*add_special=*/c.warm_bos, /*parse_special=*/true);
-      if (ids.empty()) return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] has no tokens");
-      if (static_cast<int>(ids.size()) > n_ctx)
-        return fail(case_name(c, i) + ": 'warm'[" + std::to_string(k) + "] is " + std::to_string(ids.size()) +
-                    " tokens, longer than the context of " + std::to_string(n_ctx));
-      t.warm.push_back(std::move(ids));
-    }
-    t.ask = tok.encode(c.ask, true, true);
-    if (t.ask.empty()) return fail(case_name(c, i) + ": 'ask' has no tokens");
-    int continuation = greedy_tokens;
-    if (c.reference) {
-      t.reference = tok.encode(*c.reference, /*add_special=*/false, /*parse_special=*/false);
-      if (t.reference->empty()) return fail(case_name(c, i) + ": 'reference' has no tokens");
-      continuation = std::max(continuation, static_cast<int>(t.reference->size()));
-    }
-    if (static_cast<int>(t.ask.size()) + continuation > n_ctx)
-      return fail(case_name(c, i) + ": 'ask' is " + std::to_string(t.ask.size()) + " tokens; with a " +
-                  std::to_string(continuation) + "-token continuation it is longer than the context of " +
-                  std::to_string(n_ctx));
-    out.push_back(std::move(t));
-  }
-  return out;
-}
 
 // KV blocks the largest case holds at once: its warm prompts stay cached
 // while the asked prompt and its continuation run. The pool gets at least
@@ -84,42 +41,14 @@ ReuseVariant plain(ReuseMode mode) {
   return v;
 }
 
-struct Run {
-  std::vector<int32_t> tokens;
-  GenerationStats stats;
-};
-
-// One greedy request to completion on this thread.
-Result<Run> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, const ReuseVariant& v,
-                        int prompt_logprobs) {
+// One greedy request in the variant's mode.
+Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, const ReuseVariant& v,
+                            int prompt_logprobs) {
   GenerateOptions g;
-  const ReuseMode mode = v.mode;
-  if (mode == ReuseMode::Blend) {
-    g.blend = v.blend;
-  }
-  g.max_tokens = max_tokens;
-  g.stop_at_end_of_generation = false;  // a fixed length, so continuations compare position by position
-  g.sampler.temperature = 0.0f;
-  g.reuse = mode;
-  g.prompt_logprobs = prompt_logprobs;
-  Run run;
-  auto stats = engine.generate(prompt, g, [&run](const GeneratedToken& t) {
-    run.tokens.push_back(t.id);
-    return true;
-  });
-  if (!stats) return std::unexpected(stats.error());
-  run.stats = std::move(*stats);
-  if (prompt_logprobs >= 0 && run.stats.prompt_logprobs.size() != prompt.size())
-    return fail("the engine returned " + std::to_string(run.stats.prompt_logprobs.size()) +
-                " prompt logprobs for a prompt of " + std::to_string(prompt.size()) +
-                " tokens (does this build fill Request::prompt_logprobs?)");
-  return run;
+  if (v.mode == ReuseMode::Blend) g.blend = v.blend;
+  g.reuse = v.mode;
+  return clm::run_request(engine, prompt, max_tokens, g, prompt_logprobs);
 }
-
-// Starts the case from an empty cache. No scheduler loop runs here, so this
-// thread is the cache's only user, and every earlier request has released
-// its blocks before generate() returned.
-void clear_cache(Engine& engine) { engine.clear_cached(); }
 
 // Fills the cache with the warm prompts, computed exactly (prefix reuse only).
 Status warm_up(Engine& engine, const TokenizedCase& c) {
@@ -129,20 +58,6 @@ Status warm_up(Engine& engine, const TokenizedCase& c) {
     if (!r) return std::unexpected(r.error());
   }
   return {};
-}
-
-// A full next-token distribution from a prompt-logprob entry that lists
-// every token (K = n_vocab).
-Result<std::vector<float>> dense_row(const PromptLogprob& entry, int n_vocab) {
-  if (static_cast<int>(entry.top.size()) != n_vocab)
-    return fail("a prompt-logprob entry lists " + std::to_string(entry.top.size()) + " tokens, not all " +
-                std::to_string(n_vocab));
-  std::vector<float> row(static_cast<std::size_t>(n_vocab), -std::numeric_limits<float>::infinity());
-  for (const auto& [id, lp] : entry.top) {
-    if (id < 0 || id >= n_vocab) return fail("a prompt-logprob entry names token " + std::to_string(id));
-    row[static_cast<std::size_t>(id)] = lp;
-  }
-  return row;
 }
 
 // Rows the request computed: row p predicts prompt[p + 1], so it was
@@ -293,30 +208,26 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
 
   // The tokenizer and shapes first, so a case that does not fit fails before
   // any engine is built.
-  auto file = GgufFile::open(o.model_path);
-  if (!file) return std::unexpected(file.error());
-  auto config = read_model_config(*file);
-  if (!config) return std::unexpected(config.error());
-  auto tokenizer = Tokenizer::from_gguf(*file);
-  if (!tokenizer) return std::unexpected(tokenizer.error());
-  const int n_ctx = o.n_ctx > 0 ? o.n_ctx : (config->n_ctx_train > 0 ? config->n_ctx_train : kDefaultContext);
-  auto cases = tokenize_cases(**tokenizer, set, n_ctx, o.greedy_tokens);
-  if (!cases) return std::unexpected(cases.error());
-  const int n_vocab = config->n_vocab;
+  auto inputs = load_eval_inputs(o.model_path, set, o.n_ctx, o.greedy_tokens);
+  if (!inputs) return std::unexpected(inputs.error());
+  const ModelConfig& config = inputs->config;
+  const int n_ctx = inputs->n_ctx;
+  const std::vector<TokenizedCase>& cases = inputs->cases;
+  const int n_vocab = config.n_vocab;
 
   EngineOptions eo;
   eo.model_path = o.model_path;
   eo.n_ctx = n_ctx;
   eo.n_threads = o.n_threads;
-  eo.kv_type = o.kv_type;
+  eo.kv_types = o.kv_types;
   eo.block_size = o.block_size;
   eo.max_running = 1;
   eo.reuse.mode = ReuseMode::Blend;  // each request names its mode
   eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
   eo.reuse.blend_layer = o.blend_layer;
   eo.reuse.block_strategy = o.block_strategy;
-  const std::size_t block_bytes = kv_bytes_per_token(*config, o.kv_type) * static_cast<std::size_t>(o.block_size);
-  const std::size_t blocks = blocks_needed(*cases, o.greedy_tokens, o.block_size, n_ctx);
+  const std::size_t block_bytes = kv_bytes_per_token(config, o.kv_types) * static_cast<std::size_t>(o.block_size);
+  const std::size_t blocks = blocks_needed(cases, o.greedy_tokens, o.block_size, n_ctx);
   eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
 
   // The lead is an engine setting: one engine per lead that a variant uses.
@@ -340,7 +251,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.model = o.model_path;
   result.case_set = set.name;
   result.case_set_description = set.description;
-  result.kv_type = o.kv_type == KvType::F16 ? "f16" : "f32";
+  result.kv_type = kv_types_text(o.kv_types);
   result.n_vocab = n_vocab;
   result.n_ctx = n_ctx;
   result.block_size = o.block_size;
@@ -348,12 +259,12 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.greedy_tokens = o.greedy_tokens;
   result.variants = variants;
   result.summary.resize(variants.size());
-  const PrefillFlops flops(*config);
-  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config->n_layers - 1));
+  const PrefillFlops flops(config);
+  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
   const double probe_cost_32 = (probe_layer + flops.v_share_of_layer()) / 32.0;
 
-  for (std::size_t i = 0; i < cases->size(); ++i) {
-    const TokenizedCase& c = (*cases)[i];
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const TokenizedCase& c = cases[i];
     const ReuseCase& spec = set.cases[i];
     auto where = [&](const Error& e) { return fail(case_name(spec, i) + ": " + e.message); };
     ReuseCaseResult cr;
@@ -380,7 +291,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     for (std::size_t k = 0; k < variants.size(); ++k)
       accumulate(result.summary[k], cr, cr.variants[k], probe_cost_32);
     result.cases.push_back(std::move(cr));
-    if (o.on_case) o.on_case(i, cases->size());
+    if (o.on_case) o.on_case(i, cases.size());
   }
   return result;
 }

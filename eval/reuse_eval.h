@@ -36,7 +36,7 @@ struct ReuseEvalOptions {
   std::vector<int> blend_leads = {0};
   int blend_layer = ReuseOptions{}.blend_layer;
   std::vector<BlendChoice> blend_ratios;
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;
   int greedy_tokens = 32;  // greedy continuation length, and the reference when a case has none
   int n_ctx = 0;           // 0: the model's training context
   int n_threads = 0;       // 0: all hardware threads

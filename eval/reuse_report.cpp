@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "report_numbers.h"
 #include "util/float_decimal.h"
 
 namespace clm {
@@ -81,15 +82,6 @@ json case_json(const ReuseEvalResult& r, const ReuseCaseResult& c) {
           {"full_prefill_flops", c.full_flops},
           {"variants", variants}};
 }
-
-std::string format(const char* fmt, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, x);
-  return buf;
-}
-
-std::string sci(double x) { return std::isfinite(x) ? format("%.2e", x) : "inf"; }
-std::string pct(double x) { return format("%.1f%%", 100.0 * x); }
 
 }  // namespace
 

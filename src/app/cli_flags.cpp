@@ -5,6 +5,7 @@
 
 #include "app/fingerprint_memo.h"
 #include "app/kernels_flag.h"
+#include "app/kv_type_flags.h"
 #include "app/model_source.h"
 #include "app/progress_bar.h"
 
@@ -30,12 +31,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("-m,--model", f.model, "GGUF model file (default: $CLMCACHE_MODEL, else a synthetic demo model)");
   cmd.add_option("-c,--ctx-size", o.n_ctx, "context size in tokens")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   cmd.add_option("-t,--threads", o.n_threads, "worker threads (0: all cores)")->check(CLI::Range(0, 1024));
-  // Named values are parsed by name and written into the option itself.
-  cmd.add_option_function<std::string>(
-         "--kv-type", [&o](const std::string& v) { o.kv_type = v == "f32" ? KvType::F32 : KvType::F16; },
-         "KV cache element type")
-      ->check(CLI::IsMember({"f16", "f32"}))
-      ->default_str(o.kv_type == KvType::F32 ? "f32" : "f16");
+  add_kv_type_flags(cmd, o.kv_types);
   cmd.add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd.add_flag("--mmap", f.mmap,
                "use the weights in place from the file's memory map (shared page cache, instant load) "

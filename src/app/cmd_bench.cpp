@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/kernels_flag.h"
+#include "app/kv_type_flags.h"
 #include "app/model_source.h"
 #include "dialogue_bench.h"
 #include "dialogue_scaling.h"
@@ -25,11 +26,9 @@ namespace {
 struct ModelBenchFlags {
   ModelBenchOptions options;
   std::string format = "md";
-  std::string kv_type = "f16";
 };
 
 int bench_model(ModelBenchFlags& f) {
-  f.options.kv_f32 = f.kv_type == "f32";
   std::fprintf(stderr, "bench model: %s, pp%d, tg%d, %d repetitions\n", f.options.model_path.c_str(),
                f.options.n_prompt, f.options.n_gen, f.options.repetitions);
   auto r = run_model_bench(f.options);
@@ -261,7 +260,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   model->add_option("-r,--repetitions", mf->options.repetitions, "measured runs per test, after one warm-up")
       ->check(CLI::Range(1, 1000));
   model->add_option("-o,--output", mf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
-  model->add_option("--kv-type", mf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  add_kv_type_flags(*model, mf->options.kv_types);
   model->add_flag("--mmap", mf->options.mmap, "use the weights in place from the file map (like llama-bench -mmp 1)");
   model->callback([mf, &exit_code] { exit_code = bench_model(*mf); });
 

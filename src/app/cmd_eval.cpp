@@ -1,6 +1,7 @@
 // `clmcache eval ...`: quality evaluations (the measuring lives in eval/).
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -10,8 +11,10 @@
 
 #include "app/commands.h"
 #include "app/kernels_flag.h"
+#include "app/kv_type_flags.h"
 #include "evict_cases.h"
 #include "evict_eval.h"
+#include "kv_type_eval.h"
 #include "reuse_cases.h"
 #include "reuse_eval.h"
 #include "reuse_report.h"
@@ -20,13 +23,37 @@ namespace clm {
 
 namespace {
 
+// Progress on stderr, only for a person watching: "eval reuse: case 3/36".
+std::function<void(std::size_t, std::size_t)> case_progress(const char* what) {
+  if (!::isatty(STDERR_FILENO)) return nullptr;
+  return [what](std::size_t i, std::size_t n) {
+    std::fprintf(stderr, "\r%s: case %zu/%zu", what, i + 1, n);
+    if (i + 1 == n) std::fprintf(stderr, "\n");
+  };
+}
+
+// The message of a failed evaluation, after ending a progress line.
+int eval_failed(const Error& e, bool progress_shown) {
+  if (progress_shown) std::fprintf(stderr, "\n");
+  std::fprintf(stderr, "clmcache: %s\n", e.message.c_str());
+  return 1;
+}
+
+// The report in the format asked for (-o md|json).
+template <class Report>
+void print_report(const Report& r, const std::string& format) {
+  if (format == "json")
+    std::cout << to_json(r).dump(2) << "\n";
+  else
+    std::cout << to_markdown(r);
+}
+
 struct ReuseEvalFlags {
   ReuseEvalOptions options;
   std::string cases_path;
   std::vector<std::string> modes = {"off", "prefix", "shift"};
   std::vector<std::string> blend_ratios;
   std::string block_strategy = std::string(to_string(ReuseOptions{}.block_strategy));
-  std::string kv_type = "f16";
   std::string format = "md";
   std::string json_path;  // also write the JSON here
 };
@@ -50,30 +77,14 @@ int eval_reuse(ReuseEvalFlags& f) {
     }
     f.options.blend_ratios.push_back(*b);
   }
-  f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
   // CLI11 has checked the name.
   f.options.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
   auto cases = load_reuse_cases(f.cases_path);
-  if (!cases) {
-    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
-    return 1;
-  }
-  if (::isatty(STDERR_FILENO)) {  // progress only for a person watching
-    f.options.on_case = [](std::size_t i, std::size_t n) {
-      std::fprintf(stderr, "\reval reuse: case %zu/%zu", i + 1, n);
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-    };
-  }
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval reuse");
   auto r = run_reuse_eval(f.options, *cases);
-  if (!r) {
-    if (f.options.on_case) std::fprintf(stderr, "\n");  // end the progress line
-    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
-    return 1;
-  }
-  if (f.format == "json")
-    std::cout << to_json(*r).dump(2) << "\n";
-  else
-    std::cout << to_markdown(*r);
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
+  print_report(*r, f.format);
   if (!f.json_path.empty()) {
     std::ofstream out(f.json_path);
     out << to_json(*r).dump(2) << "\n";
@@ -92,7 +103,6 @@ struct EvictEvalFlags {
   std::vector<std::string> protect;
   bool no_protect = false;
   bool protect_all_occurrences = false;
-  std::string kv_type = "f16";
   std::string positions = "keep";
 };
 
@@ -112,25 +122,12 @@ int eval_evict(EvictEvalFlags& f) {
   else if (!f.protect.empty())
     f.options.policy.protect_patterns = f.protect;
   f.options.policy.protect_first_only = !f.protect_all_occurrences;
-  f.options.kv_type = f.kv_type == "f32" ? KvType::F32 : KvType::F16;
   f.options.compact_positions = f.positions == "compact";
   auto cases = load_evict_cases(f.cases_path);
-  if (!cases) {
-    std::fprintf(stderr, "clmcache: %s\n", cases.error().message.c_str());
-    return 1;
-  }
-  if (::isatty(STDERR_FILENO)) {
-    f.options.on_case = [](std::size_t i, std::size_t n) {
-      std::fprintf(stderr, "\reval evict: case %zu/%zu", i + 1, n);
-      if (i + 1 == n) std::fprintf(stderr, "\n");
-    };
-  }
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval evict");
   auto r = run_evict_eval(f.options, *cases);
-  if (!r) {
-    if (f.options.on_case) std::fprintf(stderr, "\n");
-    std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
-    return 1;
-  }
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
   std::cout << evict_markdown(*r);
   return 0;
 }
@@ -177,12 +174,50 @@ void register_eval_evict(CLI::App* eval, int& exit_code) {
                     "attention over a budget B of N tokens: the recent window covers at least this x (1 - B/N) x B "
                     "tokens (0: --recent-tokens only)")
       ->check(CLI::Range(0.0, 1e6));
-  evict->add_option("--kv-type", ef->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  add_kv_type_flags(*evict, ef->options.kv_types);
   evict->add_option("--evict-positions", ef->positions,
                     "keep: kept tokens keep their positions; compact: renumbered without gaps, K re-rotated")
       ->check(CLI::IsMember({"keep", "compact"}));
   evict->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   evict->callback([ef, &exit_code] { exit_code = eval_evict(*ef); });
+}
+
+struct KvTypeEvalFlags {
+  KvTypeEvalOptions options;
+  std::string cases_path;
+  std::string format = "md";
+};
+
+int eval_kv_type(KvTypeEvalFlags& f) {
+  auto cases = load_reuse_cases(f.cases_path);
+  if (!cases) return eval_failed(cases.error(), false);
+  f.options.on_case = case_progress("eval kv-type");
+  auto r = run_kv_type_eval(f.options, *cases);
+  if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
+  print_report(*r, f.format);
+  return 0;
+}
+
+void register_eval_kv_type(CLI::App* eval, int& exit_code) {
+  auto kf = std::make_shared<KvTypeEvalFlags>();
+  KvTypeEvalOptions& o = kf->options;
+  CLI::App* kv = eval->add_subcommand(
+      "kv-type", "KL divergence, top-1 agreement and NLL of one K/V type against another, teacher-forced on a cases file");
+  kv->add_option("--cases", kf->cases_path, "cases file (JSON; the asks and references of docs/QUALITY.md's sets)")
+      ->required();
+  kv->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  kv->add_option_function<std::string>(
+        "--reference", [&o](const std::string& v) { o.reference = parse_kv_type(v).value_or(KvType::F16); },
+        "K/V type of the reference, for K and V")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
+      ->default_str("f16");
+  add_kv_type_flags(*kv, o.tested);
+  kv->add_option("--greedy-tokens", o.greedy_tokens, "continuation length when a case has no reference text")
+      ->check(CLI::Range(1, 1 << 16));
+  kv->add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's)")->check(CLI::Range(0, 1 << 24));
+  kv->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  kv->add_option("-o,--output", kf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
+  kv->callback([kf, &exit_code] { exit_code = eval_kv_type(*kf); });
 }
 
 }  // namespace
@@ -215,7 +250,7 @@ void register_eval_command(CLI::App& app, int& exit_code) {
                     "shift and blend: token (any span of the same block type), semantic (whole blocks only) or "
                     "session (the exact prefix only)")
       ->check(CLI::IsMember({"token", "semantic", "session"}));
-  reuse->add_option("--kv-type", rf->kv_type, "KV cache type")->check(CLI::IsMember({"f16", "f32"}));
+  add_kv_type_flags(*reuse, o.kv_types);
   reuse->add_option("--greedy-tokens", o.greedy_tokens,
                     "greedy continuation length (the reference continuation when a case has none)")
       ->check(CLI::Range(1, 1 << 16));
@@ -226,6 +261,7 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
   reuse->callback([rf, &exit_code] { exit_code = eval_reuse(*rf); });
   register_eval_evict(eval, exit_code);
+  register_eval_kv_type(eval, exit_code);
   for (CLI::App* each : eval->get_subcommands([](CLI::App*) { return true; })) add_kernels_flag(*each);
 }
 

@@ -109,12 +109,23 @@ json kv_events_json(const KvEventPublisher* publisher) {
           {"blocks_unhashable", c.blocks_unhashable}};
 }
 
+// What the pool's blocks hold: with q8_0 K/V a block is smaller, so the same
+// --kv-memory-mb holds more blocks, hence more tokens.
+void add_kv_layout(json& cache, const KvGeometry& g, std::size_t blocks_total) {
+  cache["cache_type_k"] = std::string(kv_type_name(g.types.k));
+  cache["cache_type_v"] = std::string(kv_type_name(g.types.v));
+  cache["block_size"] = g.block_size;
+  cache["capacity_tokens"] = blocks_total * static_cast<std::size_t>(g.block_size);
+}
+
 }  // namespace
 
 nlohmann::json server_stats_json(ServerContext& ctx) {
   const EngineCacheStats stats = ctx.engine.cache_stats();
   const double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - ctx.started).count();
-  return {{"cache", cache_json(stats.cache)},
+  json cache = cache_json(stats.cache);
+  add_kv_layout(cache, ctx.engine.pool().geometry(), stats.cache.blocks_total);
+  return {{"cache", cache},
           {"kv_events", kv_events_json(ctx.kv_events)},
           {"scheduler", scheduler_json(stats.scheduler)},
           {"reuse", reuse_options_json(ctx.engine.reuse_defaults())},

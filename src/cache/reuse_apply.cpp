@@ -127,7 +127,7 @@ void KvCacheManager::zero_empty_slots(BlockTable& t, int32_t begin, int32_t end)
   // meets a zero probability in p.v; zero rows keep that product 0 whatever
   // the block held before.
   const KvGeometry& g = pool_.geometry();
-  const std::size_t row = static_cast<std::size_t>(g.head_dim) * g.elem_bytes();
+  const std::size_t k_row = g.k_row_bytes(), v_row = g.v_row_bytes();
   const auto& positions = t.positions();
   for (int32_t s = begin; s < end; ++s) {
     if (positions[static_cast<std::size_t>(s)] != kEmptySlot) continue;
@@ -135,8 +135,8 @@ void KvCacheManager::zero_empty_slots(BlockTable& t, int32_t begin, int32_t end)
     const std::size_t r = static_cast<std::size_t>(s % g.block_size);
     for (int layer = 0; layer < g.n_layers; ++layer)
       for (int h = 0; h < g.n_kv_heads; ++h) {
-        std::memset(block + g.k_offset(layer, h) + r * row, 0, row);
-        std::memset(block + g.v_offset(layer, h) + r * row, 0, row);
+        std::memset(block + g.k_offset(layer, h) + r * k_row, 0, k_row);
+        std::memset(block + g.v_offset(layer, h) + r * v_row, 0, v_row);
       }
   }
 }

@@ -22,7 +22,8 @@ uint64_t entry_checksum(const TierEntry& entry, std::span<const std::byte> kv) {
   feed(state, entry.key);
   feed(state, entry.parent);
   const KvGeometry& g = entry.geometry;
-  const int32_t shape[5] = {g.n_layers, g.n_kv_heads, g.head_dim, g.block_size, static_cast<int32_t>(g.type)};
+  const int32_t shape[6] = {g.n_layers, g.n_kv_heads, g.head_dim, g.block_size, static_cast<int32_t>(g.types.k),
+                            static_cast<int32_t>(g.types.v)};
   feed(state, shape);
   const uint64_t sizes[3] = {entry.tokens.size(), entry.positions.size(), kv.size()};
   feed(state, sizes);
@@ -47,7 +48,7 @@ const char* header_defect(const TierEntry& entry, uint64_t model_fingerprint, Bl
   if (entry.key != key) return "the entry holds another key";
   const KvGeometry& g = entry.geometry;
   if (g.n_layers != geometry.n_layers || g.n_kv_heads != geometry.n_kv_heads || g.head_dim != geometry.head_dim ||
-      g.block_size != geometry.block_size || g.type != geometry.type)
+      g.block_size != geometry.block_size || g.types != geometry.types)
     return "the entry's KV geometry differs from the pool's";
   const auto block_tokens = static_cast<std::size_t>(geometry.block_size);
   if (entry.tokens.size() != block_tokens || entry.positions.size() != block_tokens)

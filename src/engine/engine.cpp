@@ -10,10 +10,9 @@
 
 namespace clm {
 
-std::size_t kv_bytes_per_token(const ModelConfig& c, KvType type) {
-  const std::size_t elem = type == KvType::F16 ? 2 : 4;
-  return 2 * static_cast<std::size_t>(c.n_layers) * static_cast<std::size_t>(c.n_kv_heads) *
-         static_cast<std::size_t>(c.head_dim) * elem;
+std::size_t kv_bytes_per_token(const ModelConfig& c, KvTypes types) {
+  return static_cast<std::size_t>(c.n_layers) * static_cast<std::size_t>(c.n_kv_heads) *
+         (kv_row_bytes(types.k, c.head_dim) + kv_row_bytes(types.v, c.head_dim));
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
@@ -57,15 +56,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
   e->fingerprint_ = *e->model_->fingerprint();  // taken by the load, before it gave the file's bytes back
-  e->cache_fingerprint_ = clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()));
+  e->cache_fingerprint_ =
+      clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()), options.kv_types);
 
   const ModelConfig& c = e->model_->config();
+  for (const auto& [flag, type] : {std::pair{"--cache-type-k", options.kv_types.k}, {"--cache-type-v", options.kv_types.v}})
+    if (const std::string why = kv_type_unsupported(type, c.head_dim); !why.empty())
+      return fail(std::string(flag) + " " + std::string(kv_type_name(type)) + ": " + why);
   KvGeometry g;
   g.n_layers = c.n_layers;
   g.n_kv_heads = c.n_kv_heads;
   g.head_dim = c.head_dim;
   g.block_size = options.block_size;
-  g.type = options.kv_type;
+  g.types = options.kv_types;
   const auto blocks_of = [&](double tokens) {
     return static_cast<std::size_t>(std::ceil(tokens / static_cast<double>(g.block_size)));
   };

@@ -27,7 +27,7 @@ struct EngineOptions {
   std::string model_path;
   int n_ctx = SchedulerOptions{}.n_ctx;  // tokens one sequence may hold
   int n_threads = 0;           // 0: all hardware threads
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;  // K and V element types (kv_type.h); f16 both by default
   int block_size = 32;         // tokens per KV block
   // KV pool budget in MiB; 0 sizes the pool for n_ctx tokens. A budget
   // smaller than one n_ctx sequence also bounds what one sequence may hold.
@@ -172,6 +172,6 @@ class Engine {
 };
 
 // Bytes of K/V one token occupies for this model and KV type.
-std::size_t kv_bytes_per_token(const ModelConfig& config, KvType type);
+std::size_t kv_bytes_per_token(const ModelConfig& config, KvTypes types);
 
 }  // namespace clm

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "kernels/attn_kernels.h"
-#include "kernels/element_read.h"
+#include "kernels/kv_row_codec.h"
 #include "kernels/vec_dot.h"
 
 namespace clm {
@@ -19,8 +19,9 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // With an f16 cache both operands of each product are f16 values: the query
-// against K and the probabilities against V. That is llama.cpp's precision
-// with an f16 cache, so the golden outputs it produced are reproduced closely.
+// against f16 K and the probabilities against f16 V. That is llama.cpp's
+// precision with an f16 cache, so the golden outputs it produced are
+// reproduced closely. Against f32 or q8_0 rows the operand stays f32.
 void round_to_f16(const AttnKernels& a, const VecKernels& v, const float* x, std::size_t n, float* dst) {
   std::array<std::byte, 512> half;
   for (std::size_t i = 0; i < n; i += half.size() / 2) {
@@ -36,20 +37,28 @@ struct HeadView {
   HeadView(const KvGeometry& g, int layer, int n_heads, int head, std::byte* const* b)
       : blocks(b),
         hd(static_cast<std::size_t>(g.head_dim)),
-        row(hd * g.elem_bytes()),
+        k_row(g.k_row_bytes()),
+        v_row(g.v_row_bytes()),
         bs(g.block_size),
-        f16(g.type == KvType::F16) {
+        q_f16(g.types.k == KvType::F16),
+        p_f16(g.types.v == KvType::F16),
+        k_kernels(active_attn_kernels().rows(g.types.k)),
+        v_kernels(active_attn_kernels().rows(g.types.v)) {
     const int kvh = head / (n_heads / g.n_kv_heads);
     k_off = g.k_offset(layer, kvh);
     v_off = g.v_offset(layer, kvh);
   }
   std::byte* const* blocks;
-  std::size_t hd, row;
+  std::size_t hd, k_row, v_row;
   int bs;
-  bool f16;
+  bool q_f16;  // the query rounded to f16 (f16 K)
+  bool p_f16;  // the probabilities rounded to f16 (f16 V)
+  const KvRowKernels& k_kernels;
+  const KvRowKernels& v_kernels;
   std::size_t k_off = 0, v_off = 0;
 
-  const std::byte* slot_row(int s) const { return blocks[s / bs] + static_cast<std::size_t>(s % bs) * row; }
+  const std::byte* k_slot(int s) const { return blocks[s / bs] + k_off + static_cast<std::size_t>(s % bs) * k_row; }
+  const std::byte* v_slot(int s) const { return blocks[s / bs] + v_off + static_cast<std::size_t>(s % bs) * v_row; }
   // Slots [s, s + chunk(s, end)) are consecutive rows of one block, at most kAttnMaxRows.
   int chunk(int s, int end) const { return std::min({kAttnMaxRows, bs - s % bs, end - s}); }
 };
@@ -122,7 +131,7 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
   const std::size_t hd = hv.hd;
 
   const float* qh = q + static_cast<std::size_t>(head) * hd;
-  if (hv.f16) {
+  if (hv.q_f16) {
     round_to_f16(a, active_vec_kernels(), qh, hd, scratch + n_slots);
     qh = scratch + n_slots;
   }
@@ -132,19 +141,17 @@ void attend_paged_head(const float* q, int n_heads, int head, const KvGeometry& 
   const int end = visible_end(slot_positions, n_slots, query_pos);
   if (end == 0) return;
 
-  const auto scores = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < end;) {
     const int n = hv.chunk(s, end);
-    scores(hv.slot_row(s) + hv.k_off, hv.row, n, qh, hd, 1, hd, scale, scratch + s, 0);
+    hv.k_kernels.scores(hv.k_slot(s), hv.k_row, n, qh, hd, 1, hd, scale, scratch + s, 0);
     s += n;
   }
   mask_scores(scratch, slot_positions, end, query_pos);
-  softmax(a, scratch, end, hv.f16);
+  softmax(a, scratch, end, hv.p_f16);
 
-  const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;
   for (int s = 0; s < end;) {
     const int n = std::min(hv.bs - s % hv.bs, end - s);
-    pv(scratch + s, hv.slot_row(s) + hv.v_off, hv.row, n, hd, oh);
+    hv.v_kernels.pv(scratch + s, hv.v_slot(s), hv.v_row, n, hd, oh);
     s += n;
   }
   // Masked slots hold probability +0 here, so adding them changes nothing.
@@ -190,7 +197,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
   for (std::size_t i = 0; i < nq; ++i) {
     const CascadeQuery& cq = queries[i];
     const float* qi = cq.q + static_cast<std::size_t>(head) * hd;
-    if (hv.f16)
+    if (hv.q_f16)
       round_to_f16(a, vk, qi, hd, qs + i * hd);
     else
       std::copy(qi, qi + hd, qs + i * hd);
@@ -213,19 +220,17 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
   // Scores. A shared K chunk is scored for every query in one call, which
   // reads it from memory and converts it once for all of them; a score is the
   // same whichever rows and queries share its call.
-  const auto score_fn = hv.f16 ? a.scores_f16 : a.scores_f32;
   for (int s = 0; s < shared_end;) {
     const int n = hv.chunk(s, shared_end);
-    if (s + n < shared_end) prefetch_rows(hv.slot_row(s + n) + hv.k_off, hv.chunk(s + n, shared_end), hv.row);
-    if (chunk_seen(s, n))
-      score_fn(hv.slot_row(s) + hv.k_off, hv.row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
+    if (s + n < shared_end) prefetch_rows(hv.k_slot(s + n), hv.chunk(s + n, shared_end), hv.k_row);
+    if (chunk_seen(s, n)) hv.k_kernels.scores(hv.k_slot(s), hv.k_row, n, qs, hd, n_queries, hd, scale, scores + s, ns);
     s += n;
   }
   for (std::size_t i = 0; i < nq; ++i) {
     const HeadView own(g, layer, n_heads, head, queries[i].blocks);
     for (int s = shared_slots; s < end[i];) {
       const int n = own.chunk(s, end[i]);
-      score_fn(own.slot_row(s) + own.k_off, own.row, n, qs + i * hd, hd, 1, hd, scale, scores + i * ns + s, 0);
+      own.k_kernels.scores(own.k_slot(s), own.k_row, n, qs + i * hd, hd, 1, hd, scale, scores + i * ns + s, 0);
       s += n;
     }
   }
@@ -239,7 +244,7 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
     const CascadeQuery& cq = queries[i];
     const int unmasked = cq.pos >= shared_seen_from ? std::min(shared_end, end[i]) : 0;
     mask_scores(si + unmasked, cq.slot_positions + unmasked, end[i] - unmasked, cq.pos);
-    softmax(a, si, end[i], hv.f16);
+    softmax(a, si, end[i], hv.p_f16);
     // Masked slots hold probability +0 here, so adding them changes nothing.
     if (cq.slot_mass) add_row(si, end[i], cq.slot_mass);
   }
@@ -249,20 +254,17 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
   // query then runs on over its own rows, in slot order.
   float* outs[kMaxCascadeQueries];
   for (std::size_t i = 0; i < nq; ++i) outs[i] = queries[i].out + static_cast<std::size_t>(head) * hd;
-  const auto pv_queries = hv.f16 ? a.pv_queries_f16 : a.pv_queries_f32;
   for (int s = 0; s < shared_end;) {
     const int n = std::min(hv.bs - s % hv.bs, shared_end - s);
-    if (s + n < shared_end)
-      prefetch_rows(hv.slot_row(s + n) + hv.v_off, std::min(hv.bs, shared_end - s - n), hv.row);
-    if (chunk_seen(s, n)) pv_queries(scores + s, ns, n_queries, hv.slot_row(s) + hv.v_off, hv.row, n, hd, outs);
+    if (s + n < shared_end) prefetch_rows(hv.v_slot(s + n), std::min(hv.bs, shared_end - s - n), hv.v_row);
+    if (chunk_seen(s, n)) hv.v_kernels.pv_queries(scores + s, ns, n_queries, hv.v_slot(s), hv.v_row, n, hd, outs);
     s += n;
   }
-  const auto pv = hv.f16 ? a.pv_f16 : a.pv_f32;
   for (std::size_t i = 0; i < nq; ++i) {
     const HeadView own(g, layer, n_heads, head, queries[i].blocks);
     for (int s = shared_slots; s < end[i];) {
       const int n = std::min(own.bs - s % own.bs, end[i] - s);
-      pv(scores + i * ns + s, own.slot_row(s) + own.v_off, own.row, n, hd,
+      own.v_kernels.pv(scores + i * ns + s, own.v_slot(s), own.v_row, n, hd,
          queries[i].out + static_cast<std::size_t>(head) * hd);
       s += n;
     }
@@ -281,32 +283,32 @@ void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, st
               int offset_in_block) {
   const AttnKernels& a = active_attn_kernels();
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t at = static_cast<std::size_t>(offset_in_block) * hd * g.elem_bytes();
-  auto store = [&](const float* src, std::byte* dst) {
-    if (g.type == KvType::F32)
-      std::memcpy(dst, src, hd * sizeof(float));
-    else
+  const std::size_t k_at = static_cast<std::size_t>(offset_in_block) * g.k_row_bytes();
+  const std::size_t v_at = static_cast<std::size_t>(offset_in_block) * g.v_row_bytes();
+  // f16 through the path's converter (the same bits as f32_to_f16, faster);
+  // every other type through the one scalar codec.
+  auto store = [&](KvType type, const float* src, std::byte* dst) {
+    if (type == KvType::F16)
       a.f32_to_f16_row(src, dst, hd);
+    else
+      encode_kv_row(type, src, g.head_dim, dst);
   };
   for (int h = 0; h < g.n_kv_heads; ++h) {
     const std::size_t src = static_cast<std::size_t>(h) * hd;
-    store(k + src, block + g.k_offset(layer, h) + at);
-    store(v + src, block + g.v_offset(layer, h) + at);
+    store(g.types.k, k + src, block + g.k_offset(layer, h) + k_at);
+    store(g.types.v, v + src, block + g.v_offset(layer, h) + v_at);
   }
 }
 
 double v_deviation(const float* v, const KvGeometry& g, int layer, const std::byte* block, int offset_in_block) {
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
-  const std::size_t at = static_cast<std::size_t>(offset_in_block) * hd * g.elem_bytes();
-  auto stored = [&](const std::byte* row, std::size_t i) {
-    return g.type == KvType::F32 ? read_f32_element(row + i * 4) : read_f16_element(row + i * 2);
-  };
+  const std::size_t at = static_cast<std::size_t>(offset_in_block) * g.v_row_bytes();
   double sum = 0.0;
   for (int h = 0; h < g.n_kv_heads; ++h) {
     const std::size_t src = static_cast<std::size_t>(h) * hd;
     const std::byte* v_row = block + g.v_offset(layer, h) + at;
     for (std::size_t i = 0; i < hd; ++i) {
-      const double dv = static_cast<double>(v[src + i]) - stored(v_row, i);
+      const double dv = static_cast<double>(v[src + i]) - read_kv_element(g.types.v, v_row, i);
       sum += dv * dv;
     }
   }

@@ -13,10 +13,12 @@
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/element_read.h"
+#include "kernels/kv_row_codec.h"
 #include "kernels/target_region.h"
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx2,fma,f16c")
+#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
 
 namespace clm {
 
@@ -27,15 +29,25 @@ constexpr std::size_t kHalf = 8;
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// Elements i..i+7 of a stored row as f32 (vec), element i alone (one).
 struct LoadF32 {
-  static constexpr std::size_t kBytes = 4;
-  static __m256 vec(const std::byte* p) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p)); }
+  static __m256 vec(const std::byte* p, std::size_t i) { return _mm256_loadu_ps(reinterpret_cast<const float*>(p + 4 * i)); }
   static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
-  static constexpr std::size_t kBytes = 2;
-  static __m256 vec(const std::byte* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m256 vec(const std::byte* p, std::size_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i)));
+  }
   static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
+};
+// i is a multiple of 8, so the eight values share one group (kv_row_codec.h)
+// and d * q is exact: the floats read_q8_0_element gives.
+struct LoadQ8 : Q8ElementF16c {
+  static __m256 vec(const std::byte* p, std::size_t i) {
+    const __m256 d = _mm256_set1_ps(scale(p, i));
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
 };
 
 // 2^n for integral n in [-126, 127], built in the exponent field.
@@ -156,12 +168,11 @@ inline float fold_lanes(__m256 lo, __m256 hi) {
 template <int NQ, class Load>
 void score_row_nq(const std::byte* kr, const float* q, std::size_t q_stride, std::size_t hd, float scale, float* out,
                   std::size_t out_stride) {
-  constexpr std::size_t kB = Load::kBytes;
   const std::size_t whole = hd / kLanes * kLanes;
   __m256 lo[NQ], hi[NQ];
   for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
   for (std::size_t j = 0; j < whole; j += kLanes) {
-    const __m256 klo = Load::vec(kr + j * kB), khi = Load::vec(kr + (j + kHalf) * kB);
+    const __m256 klo = Load::vec(kr, j), khi = Load::vec(kr, j + kHalf);
     for (int i = 0; i < NQ; ++i) {
       const float* qi = q + static_cast<std::size_t>(i) * q_stride;
       lo[i] = _mm256_fmadd_ps(klo, _mm256_loadu_ps(qi + j), lo[i]);
@@ -224,6 +235,11 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   }
 }
 
+template <class Load>
+constexpr KvRowKernels row_kernels() {
+  return {.scores = scores<Load>, .pv = pv<PvYmm, Load>, .pv_queries = pv_queries<PvYmm, Load>};
+}
+
 }  // namespace
 }  // namespace clm
 
@@ -237,12 +253,8 @@ const AttnKernels& avx2_attn_kernels() {
                                  .max_row = max_row,
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
-                                 .scores_f16 = scores<LoadF16>,
-                                 .scores_f32 = scores<LoadF32>,
-                                 .pv_f16 = pv<PvYmm, LoadF16>,
-                                 .pv_f32 = pv<PvYmm, LoadF32>,
-                                 .pv_queries_f16 = pv_queries<PvYmm, LoadF16>,
-                                 .pv_queries_f32 = pv_queries<PvYmm, LoadF32>,
+                                 .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
+                                                  row_kernels<LoadQ8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

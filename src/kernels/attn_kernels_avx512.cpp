@@ -12,10 +12,12 @@
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/element_read.h"
+#include "kernels/kv_row_codec.h"
 #include "kernels/target_region.h"
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx512f,avx512bw,avx2,fma,f16c")
+#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
@@ -33,15 +35,25 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 inline __mmask16 tail_mask(std::size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
 
+// Elements i..i+15 of a stored row as f32 (vec), element i alone (one).
 struct LoadF32 {
-  static constexpr std::size_t kBytes = 4;
-  static __m512 vec(const std::byte* p) { return _mm512_loadu_ps(p); }
+  static __m512 vec(const std::byte* p, std::size_t i) { return _mm512_loadu_ps(p + 4 * i); }
   static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
-  static constexpr std::size_t kBytes = 2;
-  static __m512 vec(const std::byte* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 vec(const std::byte* p, std::size_t i) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i)));
+  }
   static float one(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
+};
+// i is a multiple of 16, so the sixteen values share one group
+// (kv_row_codec.h) and d * q is exact: the floats read_q8_0_element gives.
+struct LoadQ8 : Q8ElementF16c {
+  static __m512 vec(const std::byte* p, std::size_t i) {
+    const __m512 d = _mm512_set1_ps(scale(p, i));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
 };
 
 // attn_exp.h's algorithm on 16 lanes. The clamps keep NaN (max/min return
@@ -159,7 +171,6 @@ inline __m512 fold16x16(const __m512* v) {
 template <int NQ, class Load>
 void scores_nq(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride,
                std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  constexpr std::size_t kB = Load::kBytes;
   const std::size_t whole = hd / kLanes * kLanes;
   __m512 acc[NQ][kLanes];
   for (int r = 0; r < n_rows; ++r) {
@@ -167,7 +178,7 @@ void scores_nq(const std::byte* k, std::size_t k_stride, int n_rows, const float
     __m512 a[NQ];
     for (int i = 0; i < NQ; ++i) a[i] = _mm512_setzero_ps();
     for (std::size_t j = 0; j < whole; j += kLanes) {
-      const __m512 kv = Load::vec(kr + j * kB);
+      const __m512 kv = Load::vec(kr, j);
       for (int i = 0; i < NQ; ++i)
         a[i] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + static_cast<std::size_t>(i) * q_stride + j), a[i]);
     }
@@ -240,12 +251,11 @@ inline void transpose16x16(__m512* r) {
 // not read).
 template <class Load>
 void transpose_rows(const std::byte* k, std::size_t k_stride, int n_rows, std::size_t hd, float* kt) {
-  constexpr std::size_t kB = Load::kBytes;
   const std::size_t whole = hd / kLanes * kLanes;
   for (std::size_t d = 0; d < whole; d += kLanes) {
     __m512 r[kLanes];
     for (int i = 0; i < static_cast<int>(kLanes); ++i)
-      r[i] = i < n_rows ? Load::vec(k + static_cast<std::size_t>(i) * k_stride + d * kB) : _mm512_setzero_ps();
+      r[i] = i < n_rows ? Load::vec(k + static_cast<std::size_t>(i) * k_stride, d) : _mm512_setzero_ps();
     transpose16x16(r);
     for (std::size_t l = 0; l < kLanes; ++l) _mm512_store_ps(kt + (d + l) * kLanes, r[l]);
   }
@@ -395,6 +405,11 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   }
 }
 
+template <class Load>
+constexpr KvRowKernels row_kernels() {
+  return {.scores = scores<Load>, .pv = pv<PvZmm, Load>, .pv_queries = pv_queries<PvZmm, Load>};
+}
+
 }  // namespace
 }  // namespace clm
 
@@ -409,12 +424,8 @@ const AttnKernels& avx512_attn_kernels() {
                                  .max_row = max_row,
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
-                                 .scores_f16 = scores<LoadF16>,
-                                 .scores_f32 = scores<LoadF32>,
-                                 .pv_f16 = pv<PvZmm, LoadF16>,
-                                 .pv_f32 = pv<PvZmm, LoadF32>,
-                                 .pv_queries_f16 = pv_queries<PvZmm, LoadF16>,
-                                 .pv_queries_f32 = pv_queries<PvZmm, LoadF32>,
+                                 .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
+                                                  row_kernels<LoadQ8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -8,6 +8,7 @@
 #include "kernels/attn_exp.h"
 #include "kernels/attn_kernels.h"
 #include "kernels/element_read.h"
+#include "kernels/kv_row_codec.h"
 #include "util/half.h"
 
 namespace clm {
@@ -19,6 +20,7 @@ constexpr std::size_t kLanes = 16;
 // Element i of a stored K/V row.
 inline float load_f32(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 inline float load_f16(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
+inline float load_q8_0(const std::byte* p, std::size_t i) { return read_q8_0_element(p, i); }
 
 void exp_row(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] = attn_exp::exp_ref(x[i]);
@@ -88,6 +90,11 @@ void pv_queries(const float* p, std::size_t p_stride, int n_q, const std::byte* 
   for (int i = 0; i < n_q; ++i) pv<Load>(p + static_cast<std::size_t>(i) * p_stride, v, v_stride, n_rows, hd, out[i]);
 }
 
+template <float (*Load)(const std::byte*, std::size_t)>
+constexpr KvRowKernels row_kernels() {
+  return {.scores = scores<Load>, .pv = pv<Load>, .pv_queries = pv_queries<Load>};
+}
+
 void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     const uint16_t h = f32_to_f16(x[i]);
@@ -102,12 +109,8 @@ const AttnKernels& scalar_attn_kernels() {
                                  .max_row = max_row,
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
-                                 .scores_f16 = scores<load_f16>,
-                                 .scores_f32 = scores<load_f32>,
-                                 .pv_f16 = pv<load_f16>,
-                                 .pv_f32 = pv<load_f32>,
-                                 .pv_queries_f16 = pv_queries<load_f16>,
-                                 .pv_queries_f32 = pv_queries<load_f32>,
+                                 .rows_by_type = {row_kernels<load_f16>(), row_kernels<load_f32>(),
+                                                  row_kernels<load_q8_0>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

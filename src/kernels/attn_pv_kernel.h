@@ -4,8 +4,10 @@
 //   tile of pv_queries), V::kPvAccumulators (accumulator registers a tile may
 //   hold), V::load(const float*), V::store(float*, Reg), V::set1(float),
 //   V::fma(a, b, c) (a * b + c), V::any_zero(Reg) (a lane equal to 0),
-// and K/V row loaders Load with Load::kBytes, Load::vec(const std::byte*) ->
-// V::Reg and Load::one(const std::byte*, index) -> float.
+// and K/V row loaders Load with Load::vec(row, index) -> V::Reg (elements
+// index.. of the row, index a multiple of V::kWidth) and Load::one(row, index)
+// -> float. A loader addresses elements rather than bytes, so a row layout
+// with scales between its values (q8_0) loads like a plain one.
 //
 // The order, the only one any routine here performs: every output element
 // d of a query is its own chain out[d] = fma(p[r], v_r[d], out[d]) over rows
@@ -22,7 +24,7 @@ namespace {
 
 // W vectors of out stay in registers across all rows.
 template <class V, int W, class Load>
-void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, float* out) {
+void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t d, float* out) {
   constexpr std::size_t kW = V::kWidth;
   typename V::Reg acc[W];
   for (int j = 0; j < W; ++j) acc[j] = V::load(out + j * kW);
@@ -30,17 +32,17 @@ void pv_span(const float* p, const std::byte* v, std::size_t v_stride, int n_row
     if (p[r] == 0.0f) continue;
     const typename V::Reg pr = V::set1(p[r]);
     const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
-    for (int j = 0; j < W; ++j) acc[j] = V::fma(pr, Load::vec(vr + j * kW * Load::kBytes), acc[j]);
+    for (int j = 0; j < W; ++j) acc[j] = V::fma(pr, Load::vec(vr, d + j * kW), acc[j]);
   }
   for (int j = 0; j < W; ++j) V::store(out + j * kW, acc[j]);
 }
 
 template <class V, class Load>
 void pv(const float* p, const std::byte* v, std::size_t v_stride, int n_rows, std::size_t hd, float* out) {
-  constexpr std::size_t kB = Load::kBytes, kW = V::kWidth;
+  constexpr std::size_t kW = V::kWidth;
   std::size_t d = 0;
-  for (; d + 4 * kW <= hd; d += 4 * kW) pv_span<V, 4, Load>(p, v + d * kB, v_stride, n_rows, out + d);
-  for (; d + kW <= hd; d += kW) pv_span<V, 1, Load>(p, v + d * kB, v_stride, n_rows, out + d);
+  for (; d + 4 * kW <= hd; d += 4 * kW) pv_span<V, 4, Load>(p, v, v_stride, n_rows, d, out + d);
+  for (; d + kW <= hd; d += kW) pv_span<V, 1, Load>(p, v, v_stride, n_rows, d, out + d);
   for (; d < hd; ++d)
     for (int r = 0; r < n_rows; ++r)
       if (p[r] != 0.0f) out[d] = std::fma(p[r], Load::one(v + static_cast<std::size_t>(r) * v_stride, d), out[d]);
@@ -72,9 +74,9 @@ void pv_tile(const float* const* p, const std::byte* v, std::size_t v_stride, in
   for (int r = 0; r < n_rows; ++r) {
     typename V::Reg pr[NQ];
     for (int i = 0; i < NQ; ++i) pr[i] = V::set1(p[i][r]);
-    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride + d * Load::kBytes;
+    const std::byte* vr = v + static_cast<std::size_t>(r) * v_stride;
     for (int j = 0; j < W; ++j) {
-      const typename V::Reg vv = Load::vec(vr + j * kW * Load::kBytes);
+      const typename V::Reg vv = Load::vec(vr, d + j * kW);
       for (int i = 0; i < NQ; ++i) acc[i][j] = V::fma(pr[i], vv, acc[i][j]);
     }
   }

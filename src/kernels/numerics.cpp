@@ -21,8 +21,9 @@ uint64_t kernel_numerics_id(KernelPath p) {
   return XXH3_64bits(id.data(), id.size());
 }
 
-uint64_t cache_fingerprint(uint64_t model_fingerprint, uint64_t numerics_id) {
-  const uint64_t parts[2] = {model_fingerprint, numerics_id};
+uint64_t cache_fingerprint(uint64_t model_fingerprint, uint64_t numerics_id, KvTypes kv_types) {
+  const uint64_t parts[3] = {model_fingerprint, numerics_id,
+                             static_cast<uint64_t>(kv_types.k) << 8 | static_cast<uint64_t>(kv_types.v)};
   return XXH3_64bits(parts, sizeof parts);
 }
 

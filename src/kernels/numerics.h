@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "kernels/cpu_features.h"
+#include "kernels/kv_type.h"
 
 namespace clm {
 
@@ -27,7 +28,10 @@ std::string_view numerics_family(KernelPath p);
 uint64_t kernel_numerics_id(KernelPath p);
 
 // The fingerprint cache keys and stored entries carry: the model's
-// fingerprint (model/fingerprint.h) joined with the numerics id.
-uint64_t cache_fingerprint(uint64_t model_fingerprint, uint64_t numerics_id);
+// fingerprint (model/fingerprint.h) joined with the numerics id and the K/V
+// types. Other types store other bytes for the same tokens, so a server with
+// q8_0 K never finds an entry an f16 server wrote (and the reverse) under
+// any block key, in RAM, on disk or in Redis.
+uint64_t cache_fingerprint(uint64_t model_fingerprint, uint64_t numerics_id, KvTypes kv_types);
 
 }  // namespace clm

@@ -17,7 +17,9 @@ namespace {
 
 std::size_t elem_bytes(KvType type) { return type == KvType::F16 ? 2 : 4; }
 
-void check_args(const RopeShiftParams& params, const RopeShiftTable& table) {
+void check_args(KvType type, const RopeShiftParams& params, const RopeShiftTable& table) {
+  assert(!is_quantized(type));  // kv_row_move rotates those through f32
+  (void)type;
   assert(params.n_rot >= 0 && params.n_rot % 2 == 0 && params.n_rot <= params.head_dim);
   assert(table.cos.size() == static_cast<std::size_t>(params.n_rot / 2) && table.sin.size() == table.cos.size());
   (void)params;
@@ -121,7 +123,7 @@ RopeShiftTable make_rope_shift_table(const RopeShiftParams& params, int32_t delt
 
 void rope_shift_rows_scalar(const std::byte* src, std::byte* dst, KvType type, int n_rows, std::size_t stride_elems,
                             const RopeShiftParams& params, const RopeShiftTable& table) {
-  check_args(params, table);
+  check_args(type, params, table);
   if (table.delta == 0) return copy_rows(src, dst, type, n_rows, stride_elems, params.head_dim);
   rotate_scalar_rows(src, dst, type, n_rows, stride_elems, params, table);
   copy_unrotated(src, dst, type, n_rows, stride_elems, params);
@@ -129,7 +131,7 @@ void rope_shift_rows_scalar(const std::byte* src, std::byte* dst, KvType type, i
 
 void rope_shift_rows(const std::byte* src, std::byte* dst, KvType type, int n_rows, std::size_t stride_elems,
                      const RopeShiftParams& params, const RopeShiftTable& table) {
-  check_args(params, table);
+  check_args(type, params, table);
   if (table.delta == 0) return copy_rows(src, dst, type, n_rows, stride_elems, params.head_dim);
   switch (active_kernel_path()) {
     case KernelPath::Avx2: rope_shift_rotate_avx2(src, dst, type, n_rows, stride_elems, params, table); break;

@@ -40,7 +40,8 @@ RopeShiftTable make_rope_shift_table(const RopeShiftParams& params, int32_t delt
 
 // dst row t = src row t with every rotated pair (a, b) turned into
 // (a cos - b sin, a sin + b cos) and the elements >= n_rot copied, for
-// n_rows rows of params.head_dim elements of `type`, rows `stride_elems`
+// n_rows rows of params.head_dim elements of `type` (f16 or f32: a quantized
+// row has no elements to rotate; kv_row_move.h goes through f32), rows `stride_elems`
 // apart in both. src == dst is allowed (in place); other overlap is not.
 // In f32, exactly (fma(a, cos, b * -sin), fma(b, cos, a * sin)); f16 is read
 // exactly and the result rounded to nearest even once. A table of delta 0

@@ -22,9 +22,24 @@ constexpr uint64_t kMaxHeaderBytes = 1 << 20;
 // dimensions and the element size) then stays far below 2^64.
 constexpr int64_t kMaxDim = 4096;
 constexpr const char* kFormat = "clmcache-kv-block";
-constexpr const char* kVersion = "1";
+// 2: K and V each name their type (k_type, v_type), and q8_0 is stored raw.
+constexpr const char* kVersion = "2";
 
-const char* dtype_name(KvType type) { return type == KvType::F16 ? "F16" : "F32"; }
+// safetensors has no quantized dtype: a q8_0 tensor is its raw bytes (U8),
+// each row kv_row_bytes long, its type named by the metadata.
+const char* dtype_name(KvType type) {
+  switch (type) {
+    case KvType::F16: return "F16";
+    case KvType::F32: return "F32";
+    case KvType::Q8_0: return "U8";
+  }
+  return "?";
+}
+
+// The last dimension of a tensor: elements per row, or bytes for a raw one.
+int64_t row_extent(KvType type, int head_dim) {
+  return is_quantized(type) ? static_cast<int64_t>(kv_row_bytes(type, head_dim)) : head_dim;
+}
 
 // Only the canonical spelling (what hex64 writes) is accepted, so that every
 // change to the stored bytes is detected, not just those that change a value.
@@ -65,13 +80,19 @@ bool parse_ints(const std::string& text, std::size_t count, std::vector<int32_t>
 }
 
 // The tensors hold K of every layer then V of every layer; the pool's block
-// interleaves them per layer ([layer][K|V][head][token][dim]).
-std::size_t half_layer_bytes(const KvGeometry& g) { return g.layer_bytes() / 2; }
-
-json tensor_json(const KvGeometry& g, std::size_t begin, std::size_t end) {
-  return json{{"dtype", dtype_name(g.type)},
-              {"shape", {g.n_layers, g.n_kv_heads, g.block_size, g.head_dim}},
+// interleaves them per layer ([layer][K|V][head][token][row]).
+json tensor_json(const KvGeometry& g, KvType type, std::size_t begin, std::size_t end) {
+  return json{{"dtype", dtype_name(type)},
+              {"shape", {g.n_layers, g.n_kv_heads, g.block_size, row_extent(type, g.head_dim)}},
               {"data_offsets", {begin, end}}};
+}
+
+bool read_kv_type(const json& meta, const char* name, KvType& out) {
+  auto it = meta.find(name);
+  if (it == meta.end() || !it->is_string()) return false;
+  const auto t = parse_kv_type(it->get_ref<const std::string&>());
+  if (t) out = *t;
+  return t.has_value();
 }
 
 const std::string* metadata_string(const json& meta, const char* name) {
@@ -94,20 +115,21 @@ bool read_dim(const json& meta, const char* name, int& out) {
 
 // Checks that a tensor entry of the header describes exactly what the
 // metadata's geometry implies, at the expected offsets.
-bool tensor_matches(const json& header, const char* name, const KvGeometry& g, std::size_t begin, std::size_t end) {
+bool tensor_matches(const json& header, const char* name, const KvGeometry& g, KvType type, std::size_t begin,
+                    std::size_t end) {
   auto it = header.find(name);
   if (it == header.end() || !it->is_object()) return false;
-  return *it == tensor_json(g, begin, end);
+  return *it == tensor_json(g, type, begin, end);
 }
 
 }  // namespace
 
 std::vector<std::byte> encode_entry(const TierEntry& entry) {
   const KvGeometry& g = entry.geometry;
-  const std::size_t half = entry.kv.size() / 2;
+  const std::size_t k_bytes = static_cast<std::size_t>(g.n_layers) * g.k_layer_bytes();
   json header;
-  header["k"] = tensor_json(g, 0, half);
-  header["v"] = tensor_json(g, half, 2 * half);
+  header["k"] = tensor_json(g, g.types.k, 0, k_bytes);
+  header["v"] = tensor_json(g, g.types.v, k_bytes, entry.kv.size());
   header["__metadata__"] = json{
       {"format", kFormat},
       {"version", kVersion},
@@ -118,7 +140,8 @@ std::vector<std::byte> encode_entry(const TierEntry& entry) {
       {"n_kv_heads", std::to_string(g.n_kv_heads)},
       {"head_dim", std::to_string(g.head_dim)},
       {"block_size", std::to_string(g.block_size)},
-      {"kv_type", g.type == KvType::F16 ? "f16" : "f32"},
+      {"k_type", std::string(kv_type_name(g.types.k))},
+      {"v_type", std::string(kv_type_name(g.types.v))},
       {"tokens", join_ints(entry.tokens)},
       {"positions", join_ints(entry.positions)},
       {"checksum", hex64(entry_checksum(entry))},
@@ -132,12 +155,13 @@ std::vector<std::byte> encode_entry(const TierEntry& entry) {
   for (int i = 0; i < 8; ++i) out[i] = static_cast<std::byte>((length >> (8 * i)) & 0xff);
   std::memcpy(out.data() + 8, text.data(), text.size());
   std::byte* k = out.data() + 8 + text.size();
-  std::byte* v = k + half;
-  const std::size_t part = half_layer_bytes(g);
-  for (int layer = 0; layer < g.n_layers && part > 0; ++layer) {
+  std::byte* v = k + k_bytes;
+  const std::size_t k_part = g.k_layer_bytes(), v_part = g.v_layer_bytes();
+  for (int layer = 0; layer < g.n_layers && k_part + v_part > 0; ++layer) {
     const std::byte* src = entry.kv.data() + static_cast<std::size_t>(layer) * g.layer_bytes();
-    std::memcpy(k + static_cast<std::size_t>(layer) * part, src, part);
-    std::memcpy(v + static_cast<std::size_t>(layer) * part, src + part, part);
+    const auto l = static_cast<std::size_t>(layer);
+    std::memcpy(k + l * k_part, src, k_part);
+    std::memcpy(v + l * v_part, src + k_part, v_part);
   }
   return out;
 }
@@ -189,9 +213,10 @@ Result<EntryHeader> read_entry_header(uint64_t size, const EntryReader& read) {
   if (!read_dim(meta, "n_layers", g.n_layers) || !read_dim(meta, "n_kv_heads", g.n_kv_heads) ||
       !read_dim(meta, "head_dim", g.head_dim) || !read_dim(meta, "block_size", g.block_size))
     return fail("bad geometry in the metadata");
-  const std::string* kv_type = metadata_string(meta, "kv_type");
-  if (!kv_type || (*kv_type != "f16" && *kv_type != "f32")) return fail("bad kv_type");
-  g.type = *kv_type == "f16" ? KvType::F16 : KvType::F32;
+  if (!read_kv_type(meta, "k_type", g.types.k) || !read_kv_type(meta, "v_type", g.types.v))
+    return fail("bad k_type or v_type");
+  for (const KvType t : {g.types.k, g.types.v})
+    if (!kv_type_unsupported(t, g.head_dim).empty()) return fail("a KV type the head_dim cannot take");
   const std::string* fingerprint = metadata_string(meta, "fingerprint");
   const std::string* key = metadata_string(meta, "key");
   const std::string* parent = metadata_string(meta, "parent");
@@ -207,8 +232,9 @@ Result<EntryHeader> read_entry_header(uint64_t size, const EntryReader& read) {
     return fail("bad tokens or positions in the metadata");
 
   const std::size_t kv_bytes = g.block_bytes();
-  const std::size_t half = kv_bytes / 2;
-  if (header.size() != 3 || !tensor_matches(header, "k", g, 0, half) || !tensor_matches(header, "v", g, half, kv_bytes))
+  const std::size_t k_bytes = static_cast<std::size_t>(g.n_layers) * g.k_layer_bytes();
+  if (header.size() != 3 || !tensor_matches(header, "k", g, g.types.k, 0, k_bytes) ||
+      !tensor_matches(header, "v", g, g.types.v, k_bytes, kv_bytes))
     return fail("the tensors do not match the metadata");
   if (size - 8 - length != kv_bytes) return fail("the data size is wrong (truncated?)");
   out.kv_offset = 8 + length;
@@ -220,13 +246,13 @@ Status read_entry_kv(const EntryHeader& header, const EntryReader& read, std::sp
   if (kv.size() != g.block_bytes()) return fail("the destination does not hold one block");
   // The file holds K of every layer, then V of every layer; the block
   // interleaves them per layer. Each part goes straight to its place.
+  const std::size_t k_part = g.k_layer_bytes(), v_part = g.v_layer_bytes();
   const uint64_t k = header.kv_offset;
-  const uint64_t v = k + kv.size() / 2;
-  const std::size_t part = half_layer_bytes(g);
+  const uint64_t v = k + static_cast<uint64_t>(g.n_layers) * k_part;
   for (int layer = 0; layer < g.n_layers; ++layer) {
     const std::size_t at = static_cast<std::size_t>(layer) * g.layer_bytes();
-    const uint64_t from = static_cast<uint64_t>(layer) * part;
-    if (!read(k + from, kv.subspan(at, part)) || !read(v + from, kv.subspan(at + part, part)))
+    const auto l = static_cast<uint64_t>(layer);
+    if (!read(k + l * k_part, kv.subspan(at, k_part)) || !read(v + l * v_part, kv.subspan(at + k_part, v_part)))
       return fail("cannot read the tensors (truncated?)");
   }
   if (entry_checksum(header.entry, kv) != header.checksum) return fail("checksum mismatch");

@@ -114,7 +114,7 @@ RedisTier::RedisTier(const RedisTierOptions& options, uint64_t model_fingerprint
   // Another KV type or block size gives other bytes under the same block
   // key: the layout is part of the namespace, so such servers never fight.
   key_base_ = options_.key_prefix + ":" + hex64(fingerprint_) + ":" +
-              (geometry_.type == KvType::F16 ? "f16" : "f32") + "x" + std::to_string(geometry_.block_size) + ":" +
+              kv_types_text(geometry_.types) + "x" + std::to_string(geometry_.block_size) + ":" +
               (options_.secret.empty() ? "" : "mac:");
 }
 

@@ -37,7 +37,7 @@ TEST(EngineFlags, NoFlagsLeaveTheEngineDefaults) {
   EXPECT_EQ(f.options.max_queued, want.max_queued);
   EXPECT_EQ(f.options.prefix_cache, want.prefix_cache);
   EXPECT_EQ(f.options.partial_block_reuse, want.partial_block_reuse);
-  EXPECT_EQ(f.options.kv_type, want.kv_type);
+  EXPECT_EQ(f.options.kv_types, want.kv_types);
   EXPECT_EQ(f.options.reuse.mode, want.reuse.mode);
   EXPECT_EQ(f.options.reuse.lead, want.reuse.lead);
   EXPECT_EQ(f.options.cache_hot_after_hits, want.cache_hot_after_hits);
@@ -56,7 +56,7 @@ TEST(EngineFlags, EveryFlagLandsInItsField) {
                                "12", "--parallel", "5", "--cache-hot-after", "4", "--cache-ttl", "2.5"});
   EXPECT_EQ(f.options.n_ctx, 1024);
   EXPECT_EQ(f.options.n_threads, 3);
-  EXPECT_EQ(f.options.kv_type, KvType::F32);
+  EXPECT_EQ(f.options.kv_types, KvType::F32);
   EXPECT_EQ(f.options.block_size, 8);
   EXPECT_EQ(f.options.max_batch_tokens, 64);
   EXPECT_FALSE(f.options.partial_block_reuse);
@@ -73,9 +73,19 @@ TEST(EngineFlags, EveryFlagLandsInItsField) {
   EXPECT_FALSE(parse({"--no-prefix-cache"}).options.prefix_cache);
 }
 
+// K and V each take their own type; --kv-type sets both.
+TEST(EngineFlags, CacheTypesLandInTheirFields) {
+  EXPECT_EQ(parse({"--cache-type-k", "q8_0"}).options.kv_types, (KvTypes{KvType::Q8_0, KvType::F16}));
+  EXPECT_EQ(parse({"--cache-type-v", "q8_0"}).options.kv_types, (KvTypes{KvType::F16, KvType::Q8_0}));
+  EXPECT_EQ(parse({"--cache-type-k", "f32", "--cache-type-v", "q8_0"}).options.kv_types,
+            (KvTypes{KvType::F32, KvType::Q8_0}));
+  EXPECT_EQ(parse({"--kv-type", "q8_0"}).options.kv_types, KvTypes{KvType::Q8_0});
+}
+
 TEST(EngineFlags, BadValuesAreRefusedByName) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--max-batch-tokens", "0"}, {"--kv-type", "q8"}, {"--reuse", "mix"}, {"--no-prefix-cache", "--reuse", "off"}}) {
+           {"--max-batch-tokens", "0"}, {"--kv-type", "q8"}, {"--reuse", "mix"}, {"--no-prefix-cache", "--reuse", "off"},
+           {"--cache-type-k", "q4_0"}, {"--cache-type-v", "Q8_0"}, {"--kv-type", "f16", "--cache-type-k", "q8_0"}}) {
     CLI::App app("test");
     EngineFlags flags;
     add_engine_flags(app, flags);

@@ -31,7 +31,7 @@ inline KvGeometry tiny_geometry() {
   g.n_kv_heads = 1;
   g.head_dim = 4;  // four f32 per slot: exactly one SlotStamp
   g.block_size = kBlockSize;
-  g.type = KvType::F32;
+  g.types = KvType::F32;
   return g;
 }
 

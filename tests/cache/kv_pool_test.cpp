@@ -19,7 +19,7 @@ KvGeometry small_geometry() {
   g.n_kv_heads = 2;
   g.head_dim = 4;
   g.block_size = 4;
-  g.type = KvType::F16;
+  g.types = KvType::F16;
   return g;
 }
 

@@ -33,7 +33,7 @@ TEST(TierEntry, ChecksumSeesEveryPart) {
   EXPECT_TRUE(changed([](TierEntry& e) { e.tokens[2] ^= 1; }));
   EXPECT_TRUE(changed([](TierEntry& e) { e.positions[0] ^= 1; }));
   EXPECT_TRUE(changed([](TierEntry& e) { e.kv[e.kv.size() - 1] ^= std::byte{1}; }));
-  EXPECT_TRUE(changed([](TierEntry& e) { e.geometry.type = KvType::F32; }));
+  EXPECT_TRUE(changed([](TierEntry& e) { e.geometry.types = KvType::F32; }));
 }
 
 TEST(TierEntry, DefectsNameWhatIsWrong) {

@@ -2,6 +2,10 @@
 // other sequences and the prefill chunking never change a logit, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <string>
+
 #include "engine/scheduler_rig.h"
 
 namespace clm {
@@ -36,9 +40,10 @@ std::vector<Case> cases(int vocab) {
 }
 
 // Runs the requests together; returns each one's token events.
-std::vector<std::vector<TokenEvent>> run_together(Model& model, const std::vector<Case>& cs, int max_batch_tokens,
-                                                  bool prefix_caching) {
+std::vector<std::vector<TokenEvent>> run_together(Model& model, KvTypes kv, const std::vector<Case>& cs,
+                                                  int max_batch_tokens, bool prefix_caching) {
   RigOptions o;
+  o.kv_types = kv;
   o.prefix_caching = prefix_caching;
   o.scheduler.max_batch_tokens = max_batch_tokens;
   o.scheduler.n_ctx = 256;
@@ -69,8 +74,9 @@ void expect_same(const std::vector<TokenEvent>& got, const std::vector<TokenEven
   }
 }
 
-void check_prefix_hit(Model& model) {
+void check_prefix_hit(Model& model, KvTypes kv) {
   RigOptions o;
+  o.kv_types = kv;
   o.scheduler.n_ctx = 256;
   Rig rig(model, o);
   Recorder rec;
@@ -89,14 +95,14 @@ void check_prefix_hit(Model& model) {
   expect_same(rec.tokens[*warm], rec.tokens[*cold], "prefix hit vs cold");
 }
 
-void check_batching_and_chunking(Model& model) {
+void check_batching_and_chunking(Model& model, KvTypes kv) {
   const auto cs = cases(model.config().n_vocab);
   // Reference: each request alone in an empty cache, whole prompt in one call.
   std::vector<std::vector<TokenEvent>> alone;
-  for (const Case& c : cs) alone.push_back(run_together(model, {c}, 4096, false)[0]);
+  for (const Case& c : cs) alone.push_back(run_together(model, kv, {c}, 4096, false)[0]);
   for (int mbt : {1, 7, 32, 4096}) {
     for (bool prefix : {false, true}) {
-      const auto together = run_together(model, cs, mbt, prefix);
+      const auto together = run_together(model, kv, cs, mbt, prefix);
       for (std::size_t i = 0; i < cs.size(); ++i)
         expect_same(together[i], alone[i],
                     "request " + std::to_string(i) + " with 7 others, max_batch_tokens " + std::to_string(mbt) +
@@ -105,19 +111,33 @@ void check_batching_and_chunking(Model& model) {
   }
 }
 
-TEST(SchedulerExactness, RealModelPrefixHitIsBitwiseIdentical) { check_prefix_hit(test::real_model()); }
+// Within one pair of K/V types a hit equals a cold run bit for bit: q8_0
+// rows hold per-token bytes, so a block filled one decode step at a time
+// holds what a prefill of it holds.
+class SchedulerExactness : public ::testing::TestWithParam<KvTypes> {};
 
-TEST(SchedulerExactness, Q8SyntheticModelPrefixHitIsBitwiseIdentical) {
-  check_prefix_hit(test::synthetic_model(WeightType::Q8_0));
+TEST_P(SchedulerExactness, RealModelPrefixHitIsBitwiseIdentical) { check_prefix_hit(test::real_model(), GetParam()); }
+
+TEST_P(SchedulerExactness, Q8SyntheticModelPrefixHitIsBitwiseIdentical) {
+  check_prefix_hit(test::synthetic_model(WeightType::Q8_0), GetParam());
 }
 
-TEST(SchedulerExactness, RealModelBatchingAndChunkingAreBitwiseIdentical) {
-  check_batching_and_chunking(test::real_model());
+TEST_P(SchedulerExactness, RealModelBatchingAndChunkingAreBitwiseIdentical) {
+  check_batching_and_chunking(test::real_model(), GetParam());
 }
 
-TEST(SchedulerExactness, Q8SyntheticModelBatchingAndChunkingAreBitwiseIdentical) {
-  check_batching_and_chunking(test::synthetic_model(WeightType::Q8_0));
+TEST_P(SchedulerExactness, Q8SyntheticModelBatchingAndChunkingAreBitwiseIdentical) {
+  check_batching_and_chunking(test::synthetic_model(WeightType::Q8_0), GetParam());
 }
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, SchedulerExactness,
+                         ::testing::Values(KvTypes{KvType::F16}, KvTypes{KvType::F32}, KvTypes{KvType::Q8_0},
+                                           KvTypes{KvType::Q8_0, KvType::F16}),
+                         [](const auto& param_info) {
+                           std::string name = kv_types_text(param_info.param);
+                           std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace clm

@@ -103,7 +103,7 @@ TEST_P(Golden, GreedyContinuationsAndTop5MatchLlamaCpp) {
   o.model_path = test::shared_file("models/stories260K.gguf");
   o.n_ctx = 512;
   o.n_threads = 2;
-  o.kv_type = GetParam();
+  o.kv_types = GetParam();
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine) << engine.error().message;
   const auto cases = read_lines(test::shared_file("golden/stories260K.jsonl"));

@@ -27,9 +27,8 @@ enum class Holder { OwnUncached, OwnCached, Shared };
 float k_at(const KvPool& pool, const BlockTable& t, int32_t slot, int layer, int head, int d) {
   const KvGeometry& g = pool.geometry();
   const std::byte* block = t.view().blocks[static_cast<std::size_t>(slot / g.block_size)];
-  const std::size_t at = g.k_offset(layer, head) +
-                         (static_cast<std::size_t>(slot % g.block_size) * static_cast<std::size_t>(g.head_dim) +
-                          static_cast<std::size_t>(d)) * g.elem_bytes();
+  const std::size_t at = g.k_offset(layer, head) + static_cast<std::size_t>(slot % g.block_size) * g.k_row_bytes() +
+                         static_cast<std::size_t>(d) * sizeof(float);
   float v = 0.0f;
   std::memcpy(&v, block + at, sizeof v);  // the rigs below keep K/V in f32
   return v;
@@ -53,7 +52,7 @@ RigOptions f32_rig(bool prefix_caching) {
   RigOptions o;
   o.n_blocks = 32;
   o.block_size = kBlock;
-  o.kv_type = KvType::F32;
+  o.kv_types = KvType::F32;
   o.prefix_caching = prefix_caching;
   return o;
 }
@@ -91,7 +90,7 @@ void check_compaction(Holder holder) {
   for (int s = 0; s < n; ++s) {
     const std::size_t old_block = static_cast<std::size_t>(s < kBlock ? 0 : s / kBlock + 1);
     const std::byte* old = before_bytes[old_block].data();
-    const std::size_t row = static_cast<std::size_t>(c.head_dim) * g.elem_bytes();
+    const std::size_t row = g.k_row_bytes();
     const std::size_t r = static_cast<std::size_t>(s % kBlock) * row;
     const std::byte* now = seq.table.view().blocks[static_cast<std::size_t>(s / kBlock)];
     for (int layer = 0; layer < g.n_layers; ++layer)
@@ -100,8 +99,8 @@ void check_compaction(Holder holder) {
         if (kept_positions[static_cast<std::size_t>(s)] == s)
           std::memcpy(expect.data(), old + g.k_offset(layer, h) + r, row);
         else
-          rope_shift_rows_scalar(old + g.k_offset(layer, h) + r, expect.data(), g.type, 1, row / g.elem_bytes(), rope,
-                                 back);
+          rope_shift_rows_scalar(old + g.k_offset(layer, h) + r, expect.data(), g.types.k, 1,
+                                 static_cast<std::size_t>(c.head_dim), rope, back);
         ASSERT_EQ(std::memcmp(expect.data(), now + g.k_offset(layer, h) + r, row), 0)
             << "K of slot " << s << " layer " << layer << " head " << h;
         ASSERT_EQ(std::memcmp(old + g.v_offset(layer, h) + r, now + g.v_offset(layer, h) + r, row), 0)

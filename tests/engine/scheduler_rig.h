@@ -25,7 +25,7 @@ namespace clm::test {
 struct RigOptions {
   std::size_t n_blocks = 64;
   int block_size = 16;
-  KvType kv_type = KvType::F16;
+  KvTypes kv_types;
   bool prefix_caching = true;
   int threads = 1;
   SchedulerOptions scheduler;
@@ -34,7 +34,7 @@ struct RigOptions {
 struct Rig {
   Rig(Model& m, const RigOptions& o) : model(m), threads(o.threads) {
     const ModelConfig& c = m.config();
-    auto p = KvPool::create(KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, o.kv_type}, o.n_blocks);
+    auto p = KvPool::create(KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, o.kv_types}, o.n_blocks);
     EXPECT_TRUE(p) << p.error().message;
     pool = std::move(*p);
     CacheOptions co;

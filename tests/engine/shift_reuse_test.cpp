@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/kv_row_codec.h"
 #include "engine/scheduler_rig.h"
 #include "util/half.h"
 
@@ -62,17 +63,9 @@ std::vector<float> read_kv(const Rig& rig, const CachedSequence& seq, int slot, 
   const BlockId block = seq.table.blocks()[static_cast<std::size_t>(slot / g.block_size)];
   const std::size_t hd = static_cast<std::size_t>(g.head_dim);
   const std::byte* row = rig.pool->block_data(block) + (v ? g.v_offset(0, h) : g.k_offset(0, h)) +
-                         static_cast<std::size_t>(slot % g.block_size) * hd * g.elem_bytes();
+                         static_cast<std::size_t>(slot % g.block_size) * (v ? g.v_row_bytes() : g.k_row_bytes());
   std::vector<float> out(hd);
-  for (std::size_t i = 0; i < hd; ++i) {
-    if (g.type == KvType::F16) {
-      uint16_t bits;
-      std::memcpy(&bits, row + 2 * i, 2);
-      out[i] = f16_to_f32(bits);
-    } else {
-      std::memcpy(&out[i], row + 4 * i, 4);
-    }
-  }
+  decode_kv_row(v ? g.types.v : g.types.k, row, g.head_dim, out.data());
   return out;
 }
 
@@ -122,10 +115,10 @@ TEST(ShiftReuse, LayerZeroOfAShiftedSpanIsAFreshComputationAtTheNewPositions) {
     auto model = Model::load(path);
     ASSERT_TRUE(model) << model.error().message;
     const int vocab = (*model)->config().n_vocab;
-    for (KvType type : {KvType::F16, KvType::F32}) {
-      SCOPED_TRACE(variant.name + (type == KvType::F16 ? " f16" : " f32"));
+    for (KvType type : {KvType::F16, KvType::F32, KvType::Q8_0}) {
+      SCOPED_TRACE(variant.name + " " + std::string(kv_type_name(type)));
       RigOptions o;
-      o.kv_type = type;
+      o.kv_types = type;
       o.block_size = 8;
       o.threads = 2;  // the copies are spread over the pool
       Rig rig(**model, o);
@@ -154,8 +147,11 @@ TEST(ShiftReuse, LayerZeroOfAShiftedSpanIsAFreshComputationAtTheNewPositions) {
       const KvGeometry& g = rig.pool->geometry();
       // f16: the stored K was rounded once at its old position and once
       // after rotation; a fresh one once. f32: the rotation's own rounding
-      // plus the float angle of rope() at positions < 100.
-      const float tol = type == KvType::F16 ? 3.0f / 1024.0f : 2e-5f;
+      // plus the float angle of rope() at positions < 100. q8_0: half a step
+      // at the old position (rotated, up to sqrt 2 of it), half a step of
+      // the requantization and of the fresh quantization, a step being
+      // max|k| / 127 of a row whose max may grow by sqrt 2 in rotation.
+      const float tol = type == KvType::F16 ? 3.0f / 1024.0f : type == KvType::F32 ? 2e-5f : 3.0f / 127.0f;
       float worst = 0.0f;
       for (int slot = 31; slot < 71; ++slot)
         for (int h = 0; h < g.n_kv_heads; ++h) {

@@ -82,7 +82,7 @@ TEST(EvictEval, CompactPositionsChangeNothingForAPlainWindowButMoveTheSinks) {
   // beyond rounding. Sinks + window has a gap between the sink and the
   // window; closing it brings the sink closer, which must show.
   EvictEvalOptions o = small_options();
-  o.kv_type = KvType::F32;  // the re-rotated K is not rounded to f16
+  o.kv_types = KvType::F32;  // the re-rotated K is not rounded to f16
   o.budgets = {0.25};
   o.policies = {EvictKind::Window, EvictKind::SinksWindow};
   o.policy.recent_tokens = 16;

@@ -2,12 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "kernel_test_support.h"
+#include "kernels/kv_row_codec.h"
 #include "kernels/vec_dot.h"
 #include "util/half.h"
 
@@ -30,15 +32,23 @@ struct Arena {
   std::vector<std::byte*> blocks;
 };
 
-float read_elem(const KvGeometry& g, const std::byte* p) {
-  if (g.type == KvType::F32) {
-    float v;
-    std::memcpy(&v, p, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return f16_to_f32(h);
+// The K/V type pairs every test runs on: each type alone, and q8_0 beside
+// f16 each way round (the query and probability roundings follow K and V).
+const KvTypes kTypePairs[] = {KvType::F32, KvType::F16, KvType::Q8_0, {KvType::Q8_0, KvType::F16},
+                              {KvType::F16, KvType::Q8_0}};
+
+bool has_q8(KvTypes t) { return t.k == KvType::Q8_0 || t.v == KvType::Q8_0; }
+
+// Odd head sizes where the type allows them: q8_0 takes a whole-head group
+// below 32 (24: a tail on every path) or whole groups of 32.
+std::vector<int> head_dims(KvTypes t) { return has_q8(t) ? std::vector<int>{64, 24} : std::vector<int>{64, 36}; }
+
+// Element d of the K (or V) row of slot s for (layer, kv head), as stored.
+float stored(const KvGeometry& g, std::byte* const* blocks, bool v, int layer, int kvh, int s, int d) {
+  const std::byte* row = blocks[static_cast<std::size_t>(s / g.block_size)] +
+                         (v ? g.v_offset(layer, kvh) : g.k_offset(layer, kvh)) +
+                         static_cast<std::size_t>(s % g.block_size) * (v ? g.v_row_bytes() : g.k_row_bytes());
+  return read_kv_element(v ? g.types.v : g.types.k, row, static_cast<std::size_t>(d));
 }
 
 struct Scenario {
@@ -49,7 +59,7 @@ struct Scenario {
   std::vector<int32_t> positions;
   std::vector<float> q;
 
-  Scenario(KvType type, int head_dim, int ratio) {
+  Scenario(KvTypes type, int head_dim, int ratio) {
     g = KvGeometry{2, 2, head_dim, 8, type};
     n_heads = g.n_kv_heads * ratio;
     for (int s = 0; s < n_slots; ++s) positions.push_back(s % 7 == 3 ? -1 : s);
@@ -86,10 +96,10 @@ struct Scenario {
   }
 };
 
-// The reference rounds what the kernel rounds: with an f16 cache, the query
-// and the probabilities are f16 values.
-double as_cached(const KvGeometry& g, double x) {
-  return g.type == KvType::F16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(x)))) : x;
+// The reference rounds what the kernel rounds: the query to f16 against f16
+// K, the probabilities to f16 against f16 V.
+double as_cached(KvType t, double x) {
+  return t == KvType::F16 ? static_cast<double>(f16_to_f32(f32_to_f16(static_cast<float>(x)))) : x;
 }
 
 std::vector<int> identity_order(int n) {
@@ -101,8 +111,8 @@ std::vector<int> identity_order(int n) {
 TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
-      for (int head_dim : {64, 36}) {
+    for (KvTypes type : kTypePairs) {
+      for (int head_dim : head_dims(type)) {
         for (int ratio : {1, 2, 4}) {
           const Scenario sc(type, head_dim, ratio);
           Arena arena(sc.g, identity_order(4));
@@ -116,17 +126,14 @@ TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
             const int kvh = h / ratio;
             std::vector<double> score(static_cast<std::size_t>(sc.n_slots), -INFINITY);
             double max = -INFINITY;
-            auto row = [&](int s, std::size_t off, int d) {
-              const std::byte* base = arena.blocks[static_cast<std::size_t>(s / 8)] + off;
-              return static_cast<double>(read_elem(sc.g, base + (static_cast<std::size_t>(s % 8) * head_dim + d) *
-                                                                    sc.g.elem_bytes()));
+            auto row = [&](int s, bool v, int d) {
+              return static_cast<double>(stored(sc.g, arena.blocks.data(), v, kLayer, kvh, s, d));
             };
             for (int s = 0; s < sc.n_slots; ++s) {
               if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) continue;
               double dot = 0.0;
               for (int d = 0; d < head_dim; ++d)
-                dot += as_cached(sc.g, sc.q[static_cast<std::size_t>(h * head_dim + d)]) *
-                       row(s, sc.g.k_offset(kLayer, kvh), d);
+                dot += as_cached(type.k, sc.q[static_cast<std::size_t>(h * head_dim + d)]) * row(s, false, d);
               score[s] = dot * scale;
               max = std::fmax(max, score[s]);
             }
@@ -135,12 +142,12 @@ TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
             for (int d = 0; d < head_dim; ++d) {
               double acc = 0.0;
               for (int s = 0; s < sc.n_slots; ++s)
-                if (score[s] > 0.0) acc += as_cached(sc.g, score[s] / sum) * row(s, sc.g.v_offset(kLayer, kvh), d);
+                if (score[s] > 0.0) acc += as_cached(type.v, score[s] / sum) * row(s, true, d);
               ASSERT_NEAR(out[static_cast<std::size_t>(h * head_dim + d)], acc, 2e-5)
-                  << kernel_path_name(path) << " f16=" << (type == KvType::F16) << " hd=" << head_dim
+                  << kernel_path_name(path) << " " << kv_types_text(type) << " hd=" << head_dim
                   << " ratio=" << ratio << " h=" << h << " d=" << d;
             }
-            for (int s = 0; s < sc.n_slots; ++s) ref_mass[s] += as_cached(sc.g, score[s] / sum);
+            for (int s = 0; s < sc.n_slots; ++s) ref_mass[s] += as_cached(type.v, score[s] / sum);
           }
           for (int s = 0; s < sc.n_slots; ++s) {
             if (sc.positions[s] == -1 || sc.positions[s] > sc.query_pos) {
@@ -158,7 +165,7 @@ TEST(Attention, MatchesDoubleReferenceWithMaskingGqaAndBothKvTypes) {
 TEST(Attention, ResultIsBitwiseIndependentOfWhereBlocksLie) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
+    for (KvTypes type : kTypePairs) {
       const Scenario sc(type, 64, 2);
       Arena a(sc.g, {0, 1, 2, 3});
       Arena b(sc.g, {4, 2, 0, 3});  // shuffled, one unused block of other bytes
@@ -178,7 +185,7 @@ TEST(Attention, ResultIsBitwiseIndependentOfWhereBlocksLie) {
 TEST(Attention, HeadsComputedSeparatelyMatchAllAtOnce) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
+    for (KvTypes type : kTypePairs) {
       const Scenario sc(type, 64, 2);
       Arena arena(sc.g, identity_order(4));
       sc.fill(arena);
@@ -202,8 +209,8 @@ TEST(Attention, GroupOfQueriesMatchesSingleQueryBitwise) {
   const int32_t query_positions[kMaxGroupQueries] = {22, 3, 40, -5, 10, 26, 0, 17};
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
-      for (int head_dim : {64, 36}) {
+    for (KvTypes type : kTypePairs) {
+      for (int head_dim : head_dims(type)) {
         for (int ratio : {1, 2, 4}) {
           Scenario sc(type, head_dim, ratio);
           // Positions out of slot order, and empty slots at the end too.
@@ -234,7 +241,7 @@ TEST(Attention, GroupOfQueriesMatchesSingleQueryBitwise) {
                                       scratch.data());
             }
             EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
-                << kernel_path_name(path) << " type " << static_cast<int>(type) << " head_dim " << head_dim
+                << kernel_path_name(path) << " " << kv_types_text(type) << " head_dim " << head_dim
                 << " ratio " << ratio << " queries " << nq;
           }
         }
@@ -256,11 +263,9 @@ std::vector<double> reference_probabilities(const Scenario& sc, const Arena& are
   for (int s = 0; s < sc.n_slots; ++s) {
     const int32_t pos = sc.positions[static_cast<std::size_t>(s)];
     if (pos == -1 || pos > query_pos) continue;
-    const std::byte* k = arena.blocks[static_cast<std::size_t>(s / sc.g.block_size)] + sc.g.k_offset(kLayer, kvh) +
-                         static_cast<std::size_t>(s % sc.g.block_size) * hd * sc.g.elem_bytes();
     double dot = 0.0;
     for (int d = 0; d < hd; ++d)
-      dot += as_cached(sc.g, q[head * hd + d]) * read_elem(sc.g, k + static_cast<std::size_t>(d) * sc.g.elem_bytes());
+      dot += as_cached(sc.g.types.k, q[head * hd + d]) * stored(sc.g, arena.blocks.data(), false, kLayer, kvh, s, d);
     p[static_cast<std::size_t>(s)] = dot * scale;
     seen[static_cast<std::size_t>(s)] = true;
     max = std::fmax(max, dot * scale);
@@ -268,7 +273,7 @@ std::vector<double> reference_probabilities(const Scenario& sc, const Arena& are
   double sum = 0.0;
   for (std::size_t s = 0; s < p.size(); ++s)
     if (seen[s]) sum += (p[s] = std::exp(p[s] - max));
-  for (std::size_t s = 0; s < p.size(); ++s) p[s] = seen[s] ? as_cached(sc.g, p[s] / sum) : 0.0;
+  for (std::size_t s = 0; s < p.size(); ++s) p[s] = seen[s] ? as_cached(sc.g.types.v, p[s] / sum) : 0.0;
   return p;
 }
 
@@ -279,9 +284,9 @@ TEST(Attention, GroupMassEqualsSumOfProbabilities) {
   const int32_t query_positions[kMaxGroupQueries] = {22, 3, 40, -5, 10, 26, 0, 17};
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
+    for (KvTypes type : kTypePairs) {
       for (int ratio : {1, 4}) {
-        Scenario sc(type, 36, ratio);
+        Scenario sc(type, head_dims(type).back(), ratio);
         for (int s = 0; s < sc.n_slots; ++s)
           sc.positions[static_cast<std::size_t>(s)] = s % 7 == 3 || s >= 26 ? -1 : (s * 11) % 29;
         sc.query_pos = 1000;
@@ -314,7 +319,7 @@ TEST(Attention, GroupMassEqualsSumOfProbabilities) {
             if (sc.positions[s] == -1) {
               EXPECT_EQ(mass[s], 0.25f) << "empty slot " << s << " received mass";
             } else {
-              EXPECT_NEAR(mass[s], ref[s], 2e-5) << kernel_path_name(path) << " f16=" << (type == KvType::F16)
+              EXPECT_NEAR(mass[s], ref[s], 2e-5) << kernel_path_name(path) << " " << kv_types_text(type)
                                                  << " ratio " << ratio << " queries " << nq << " slot " << s;
             }
           }
@@ -354,7 +359,7 @@ TEST(Attention, QueryThatSeesNothingGetsZeros) {
 }
 
 TEST(Attention, WriteKvStoresEachHeadAtItsOffsetOnly) {
-  for (KvType type : {KvType::F32, KvType::F16}) {
+  for (KvTypes type : kTypePairs) {
     const KvGeometry g{3, 2, 16, 8, type};
     std::vector<std::byte> block(g.block_bytes(), std::byte{0xab});
     const auto k = test::random_floats(2 * 16, 31);
@@ -362,18 +367,21 @@ TEST(Attention, WriteKvStoresEachHeadAtItsOffsetOnly) {
     write_kv(k.data(), v.data(), g, 1, block.data(), 5);
     std::size_t changed = 0;
     for (std::byte b : block) changed += b != std::byte{0xab};
-    const std::size_t written = 2 * 2 * 16 * g.elem_bytes();
+    const std::size_t written = 2 * (g.k_row_bytes() + g.v_row_bytes());
     EXPECT_LE(changed, written);
     EXPECT_GE(changed, written * 9 / 10);  // a byte may coincide with the fill
     for (int h = 0; h < 2; ++h) {
+      // What the codec stores for this head's values, read back.
+      std::vector<std::byte> row(std::max(g.k_row_bytes(), g.v_row_bytes()));
+      std::vector<float> want_k(16), want_v(16);
+      encode_kv_row(type.k, k.data() + h * 16, 16, row.data());
+      decode_kv_row(type.k, row.data(), 16, want_k.data());
+      encode_kv_row(type.v, v.data() + h * 16, 16, row.data());
+      decode_kv_row(type.v, row.data(), 16, want_v.data());
+      std::byte* const blocks[1] = {block.data()};
       for (int d = 0; d < 16; ++d) {
-        const std::size_t at = (5 * 16 + static_cast<std::size_t>(d)) * g.elem_bytes();
-        const float ke = k[static_cast<std::size_t>(h * 16 + d)];
-        const float ve = v[static_cast<std::size_t>(h * 16 + d)];
-        const float want_k = type == KvType::F16 ? f16_to_f32(f32_to_f16(ke)) : ke;
-        const float want_v = type == KvType::F16 ? f16_to_f32(f32_to_f16(ve)) : ve;
-        EXPECT_EQ(read_elem(g, block.data() + g.k_offset(1, h) + at), want_k);
-        EXPECT_EQ(read_elem(g, block.data() + g.v_offset(1, h) + at), want_v);
+        EXPECT_EQ(stored(g, blocks, false, 1, h, 5, d), want_k[static_cast<std::size_t>(d)]) << kv_types_text(type);
+        EXPECT_EQ(stored(g, blocks, true, 1, h, 5, d), want_v[static_cast<std::size_t>(d)]) << kv_types_text(type);
       }
     }
   }
@@ -382,8 +390,8 @@ TEST(Attention, WriteKvStoresEachHeadAtItsOffsetOnly) {
 // The f16 dot and axpy of the SIMD paths against the scalar reference, on the
 // same stored K/V: close, not necessarily bitwise.
 TEST(Attention, SimdPathsAgreeWithScalar) {
-  for (KvType type : {KvType::F32, KvType::F16}) {
-    const Scenario sc(type, 36, 4);
+  for (KvTypes type : kTypePairs) {
+    const Scenario sc(type, head_dims(type).back(), 4);
     Arena arena(sc.g, identity_order(4));
     sc.fill(arena);
     std::vector<float> scalar;

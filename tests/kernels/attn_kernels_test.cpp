@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernel_test_support.h"
+#include "kernels/kv_row_codec.h"
 #include "util/half.h"
 
 namespace clm {
@@ -169,38 +170,42 @@ struct Rows {
   std::size_t stride;
 };
 
-Rows make_rows(bool f16, int n, std::size_t hd, unsigned seed) {
+Rows make_rows(KvType t, int n, std::size_t hd, unsigned seed) {
   Rows r;
   r.values = test::random_floats(static_cast<std::size_t>(n) * hd, seed);
-  r.stride = hd * (f16 ? 2 : 4) + 6;  // rows not packed, and not aligned
+  r.stride = kv_row_bytes(t, static_cast<int>(hd)) + 6;  // rows not packed, and not aligned
   r.bytes.resize(static_cast<std::size_t>(n) * r.stride);
-  for (int i = 0; i < n; ++i)
-    for (std::size_t d = 0; d < hd; ++d) {
-      float& v = r.values[static_cast<std::size_t>(i) * hd + d];
-      std::byte* at = r.bytes.data() + static_cast<std::size_t>(i) * r.stride;
-      if (f16) {
-        const uint16_t h = f32_to_f16(v);
-        v = f16_to_f32(h);
-        std::memcpy(at + 2 * d, &h, 2);
-      } else {
-        std::memcpy(at + 4 * d, &v, 4);
-      }
-    }
+  for (int i = 0; i < n; ++i) {
+    std::byte* at = r.bytes.data() + static_cast<std::size_t>(i) * r.stride;
+    float* v = r.values.data() + static_cast<std::size_t>(i) * hd;
+    encode_kv_row(t, v, static_cast<int>(hd), at);
+    decode_kv_row(t, at, static_cast<int>(hd), v);
+  }
   return r;
+}
+
+constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0};
+
+// Head sizes to try for a type: the float types any size, odd ones
+// included; q8_0 the sizes it can store, below one group (8, 24: tails on
+// every path) and whole groups (64, 96, 128).
+std::vector<std::size_t> head_sizes(KvType t, std::vector<std::size_t> float_sizes) {
+  if (t == KvType::Q8_0) return {64, 128, 24, 8, 96};
+  return float_sizes;
 }
 
 // A score is bitwise the same on every path and whatever rows and queries
 // share its call; and within 1e-5 of the double dot product (|q|,|k| <= 1).
 TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
-  for (bool f16 : {true, false}) {
-    for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{36}, std::size_t{8}}) {
-      const Rows k = make_rows(f16, kAttnMaxRows, hd, 11);
+  for (KvType type : kAllTypes) {
+    for (std::size_t hd : head_sizes(type, {64, 128, 36, 8})) {
+      const Rows k = make_rows(type, kAttnMaxRows, hd, 11);
       const auto q = test::random_floats(kAttnMaxQueries * hd, 12);
       const float scale = 0.125f;
       std::vector<float> want(kAttnMaxQueries * kAttnMaxRows);
       const AttnKernels& ref = scalar_attn_kernels();
-      (f16 ? ref.scores_f16 : ref.scores_f32)(k.bytes.data(), k.stride, kAttnMaxRows, q.data(), hd,
-                                              kAttnMaxQueries, hd, scale, want.data(), kAttnMaxRows);
+      ref.rows(type).scores(k.bytes.data(), k.stride, kAttnMaxRows, q.data(), hd, kAttnMaxQueries, hd, scale,
+                            want.data(), kAttnMaxRows);
       for (int i = 0; i < kAttnMaxQueries; ++i)
         for (int r = 0; r < kAttnMaxRows; ++r) {
           double dot = 0.0;
@@ -210,7 +215,7 @@ TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
         }
       for (KernelPath path : test::supported_paths()) {
         const AttnKernels& a = attn_kernels(path);
-        const auto fn = f16 ? a.scores_f16 : a.scores_f32;
+        const auto fn = a.rows(type).scores;
         for (int nq = 1; nq <= kAttnMaxQueries; ++nq) {
           for (int r0 : {0, 3}) {
             const int nr = kAttnMaxRows - r0 - (nq % 3);
@@ -222,7 +227,7 @@ TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
               for (int r = 0; r < nr; ++r)
                 ASSERT_TRUE(same_bits(got[static_cast<std::size_t>(i * nr + r)],
                                       want[static_cast<std::size_t>((q0 + i) * kAttnMaxRows + r0 + r)]))
-                    << kernel_path_name(path) << " f16 " << f16 << " hd " << hd << " nq " << nq << " row " << r;
+                    << kernel_path_name(path) << " " << kv_type_name(type) << " hd " << hd << " nq " << nq << " row " << r;
           }
         }
       }
@@ -235,8 +240,8 @@ TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
 TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
   for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{36}, std::size_t{200}}) {
     constexpr int kRows = 23;
-    const Rows v16 = make_rows(true, kRows, hd, 21);
-    Rows v32 = make_rows(false, kRows, hd, 21);
+    const Rows v16 = make_rows(KvType::F16, kRows, hd, 21);
+    Rows v32 = make_rows(KvType::F32, kRows, hd, 21);
     for (int r = 0; r < kRows; ++r)
       std::memcpy(v32.bytes.data() + static_cast<std::size_t>(r) * v32.stride, &v16.values[static_cast<std::size_t>(r) * hd],
                   hd * 4);
@@ -248,7 +253,7 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
     }
     const auto init = test::random_floats(hd, 23);
     auto want = init;
-    scalar_attn_kernels().pv_f16(p.data(), v16.bytes.data(), v16.stride, kRows, hd, want.data());
+    scalar_attn_kernels().rows(KvType::F16).pv(p.data(), v16.bytes.data(), v16.stride, kRows, hd, want.data());
     for (std::size_t d = 0; d < hd; ++d) {
       double ref = init[d];
       for (int r = 0; r < kRows; ++r) ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v16.values[r * hd + d];
@@ -257,8 +262,8 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
     for (KernelPath path : test::supported_paths()) {
       const AttnKernels& a = attn_kernels(path);
       auto got16 = init, got32 = init;
-      a.pv_f16(p.data(), v16_nan.bytes.data(), v16.stride, kRows, hd, got16.data());
-      a.pv_f32(p.data(), v32.bytes.data(), v32.stride, kRows, hd, got32.data());
+      a.rows(KvType::F16).pv(p.data(), v16_nan.bytes.data(), v16.stride, kRows, hd, got16.data());
+      a.rows(KvType::F32).pv(p.data(), v32.bytes.data(), v32.stride, kRows, hd, got32.data());
       for (std::size_t d = 0; d < hd; ++d) {
         ASSERT_TRUE(same_bits(got16[d], want[d])) << kernel_path_name(path) << " hd " << hd << " d " << d;
         ASSERT_TRUE(same_bits(got32[d], want[d])) << kernel_path_name(path) << " hd " << hd << " d " << d;
@@ -273,60 +278,79 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
 // some dense, in every number up to two full tiles of 8 and a remainder
 // (so every partial tile, and with it every register span, is taken).
 TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
-  for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{40}, std::size_t{200}}) {
-    constexpr int kRows = 21;
-    const Rows v16 = make_rows(true, kRows, hd, 31);
-    Rows v32 = make_rows(false, kRows, hd, 31);
-    for (int r = 0; r < kRows; ++r)
-      std::memcpy(v32.bytes.data() + static_cast<std::size_t>(r) * v32.stride,
-                  &v16.values[static_cast<std::size_t>(r) * hd], hd * 4);
-    Rows v16_nan = v16, v32_nan = v32;
-    constexpr int kMaxQ = 20;
-    constexpr std::size_t kPStride = kRows + 3;
-    auto p = test::random_floats(kMaxQ * kPStride, 32, 0.0f, 0.2f);
-    for (int i : {2, 7}) {  // queries 2 and 7 see row 4 and the last row with probability 0
-      for (int r : {4, kRows - 1}) p[static_cast<std::size_t>(i) * kPStride + static_cast<std::size_t>(r)] = 0.0f;
-    }
-    for (int r : {4, kRows - 1}) {
-      std::memset(v16_nan.bytes.data() + static_cast<std::size_t>(r) * v16.stride, 0xff, hd * 2);
-      std::memset(v32_nan.bytes.data() + static_cast<std::size_t>(r) * v32.stride, 0xff, hd * 4);
-    }
-    const auto init = test::random_floats(kMaxQ * hd, 33);
-    for (bool f16 : {true, false}) {
-      const AttnKernels& ref = scalar_attn_kernels();
+  for (KvType type : kAllTypes) {
+    for (std::size_t hd : head_sizes(type, {64, 128, 40, 200})) {
+      constexpr int kRows = 21;
+      const Rows v = make_rows(type, kRows, hd, 31);
+      Rows v_nan = v;
+      constexpr int kMaxQ = 20;
+      constexpr std::size_t kPStride = kRows + 3;
+      auto p = test::random_floats(kMaxQ * kPStride, 32, 0.0f, 0.2f);
+      for (int i : {2, 7}) {  // queries 2 and 7 see row 4 and the last row with probability 0
+        for (int r : {4, kRows - 1}) p[static_cast<std::size_t>(i) * kPStride + static_cast<std::size_t>(r)] = 0.0f;
+      }
+      // All bits set: NaN in every float layout, a NaN scale in q8_0's.
+      for (int r : {4, kRows - 1})
+        std::memset(v_nan.bytes.data() + static_cast<std::size_t>(r) * v.stride, 0xff, v.stride);
+      const auto init = test::random_floats(kMaxQ * hd, 33);
+      const KvRowKernels& ref = scalar_attn_kernels().rows(type);
       for (int nq = 1; nq <= kMaxQ; ++nq) {
         // Queries 2 and 7 read rows that are NaN only where their p is 0; the
         // others are given the clean rows so that all of them share a call.
         std::vector<float> want(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(nq * hd));
         for (int i = 0; i < nq; ++i)
-          (f16 ? ref.pv_f16 : ref.pv_f32)(p.data() + static_cast<std::size_t>(i) * kPStride,
-                                          (f16 ? v16 : v32).bytes.data(), (f16 ? v16 : v32).stride, kRows, hd,
-                                          want.data() + static_cast<std::size_t>(i) * hd);
+          ref.pv(p.data() + static_cast<std::size_t>(i) * kPStride, v.bytes.data(), v.stride, kRows, hd,
+                 want.data() + static_cast<std::size_t>(i) * hd);
         for (KernelPath path : test::supported_paths()) {
-          const AttnKernels& a = attn_kernels(path);
+          const KvRowKernels& a = attn_kernels(path).rows(type);
           // All queries over the clean rows, then (for the NaN check) the ones
           // with zeros alone over the poisoned rows.
           std::vector<float> got(want.size());
           std::copy(init.begin(), init.begin() + static_cast<std::ptrdiff_t>(nq * hd), got.begin());
           std::vector<float*> outs;
           for (int i = 0; i < nq; ++i) outs.push_back(got.data() + static_cast<std::size_t>(i) * hd);
-          const Rows& v = f16 ? v16 : v32;
-          (f16 ? a.pv_queries_f16 : a.pv_queries_f32)(p.data(), kPStride, nq, v.bytes.data(), v.stride, kRows, hd,
-                                                      outs.data());
+          a.pv_queries(p.data(), kPStride, nq, v.bytes.data(), v.stride, kRows, hd, outs.data());
           for (std::size_t e = 0; e < want.size(); ++e)
-            ASSERT_TRUE(same_bits(got[e], want[e])) << kernel_path_name(path) << " f16 " << f16 << " hd " << hd
-                                                    << " nq " << nq << " element " << e;
+            ASSERT_TRUE(same_bits(got[e], want[e])) << kernel_path_name(path) << " " << kv_type_name(type) << " hd "
+                                                    << hd << " nq " << nq << " element " << e;
           if (nq <= 2) continue;
           std::vector<float> alone(init.begin() + static_cast<std::ptrdiff_t>(2 * hd),
                                    init.begin() + static_cast<std::ptrdiff_t>(3 * hd));
           float* alone_out = alone.data();
-          const Rows& vn = f16 ? v16_nan : v32_nan;
-          (f16 ? a.pv_queries_f16 : a.pv_queries_f32)(p.data() + 2 * kPStride, kPStride, 1, vn.bytes.data(),
-                                                      vn.stride, kRows, hd, &alone_out);
+          a.pv_queries(p.data() + 2 * kPStride, kPStride, 1, v_nan.bytes.data(), v.stride, kRows, hd, &alone_out);
           for (std::size_t d = 0; d < hd; ++d)
             ASSERT_TRUE(same_bits(alone[d], want[2 * hd + d])) << kernel_path_name(path) << " NaN rows, d " << d;
         }
       }
+    }
+  }
+}
+
+// q8_0 p.V: bitwise the scalar reference on every path, at every head size
+// q8_0 takes, and rows with p == 0 not read (their scale is NaN here).
+TEST(AttnKernels, Q8PvMatchesScalarAndSkipsZeroProbabilities) {
+  for (std::size_t hd : head_sizes(KvType::Q8_0, {})) {
+    constexpr int kRows = 23;
+    const Rows v = make_rows(KvType::Q8_0, kRows, hd, 41);
+    Rows v_nan = v;
+    auto p = test::random_floats(kRows, 42, 0.0f, 0.2f);
+    for (int r : {0, 5, 22}) {
+      p[static_cast<std::size_t>(r)] = 0.0f;
+      std::memset(v_nan.bytes.data() + static_cast<std::size_t>(r) * v.stride, 0xff, v.stride);
+    }
+    const auto init = test::random_floats(hd, 43);
+    auto want = init;
+    scalar_attn_kernels().rows(KvType::Q8_0).pv(p.data(), v.bytes.data(), v.stride, kRows, hd, want.data());
+    for (std::size_t d = 0; d < hd; ++d) {
+      double ref = init[d];
+      for (int r = 0; r < kRows; ++r) ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v.values[r * hd + d];
+      EXPECT_NEAR(want[d], ref, 1e-5);
+    }
+    for (KernelPath path : test::supported_paths()) {
+      auto got = init;
+      attn_kernels(path).rows(KvType::Q8_0).pv(p.data(), v_nan.bytes.data(), v.stride, kRows, hd, got.data());
+      for (std::size_t d = 0; d < hd; ++d)
+        ASSERT_TRUE(same_bits(got[d], want[d])) << kernel_path_name(path) << " hd " << hd << " d " << d;
     }
   }
 }

@@ -59,9 +59,11 @@ Seq make_seq(Pool& pool, std::vector<int> physical, int n_slots, int shared, int
 TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16}) {
-      // Head size 40 takes the kernels' general loops, 64 their unrolled ones.
-      for (auto [ratio, head_dim] : {std::pair{1, 40}, std::pair{4, 40}, std::pair{4, 64}}) {
+    for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0}) {
+      // Head size 40 (q8_0: 24, the largest one-group head with a tail) takes
+      // the kernels' general loops, 64 their unrolled ones.
+      const int odd = type == KvType::Q8_0 ? 24 : 40;
+      for (auto [ratio, head_dim] : {std::pair{1, odd}, std::pair{4, odd}, std::pair{4, 64}}) {
         const KvGeometry g{2, 2, head_dim, kBlock, type};
         const int n_heads = g.n_kv_heads * ratio;
         Pool pool(g, 16);
@@ -106,8 +108,8 @@ TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
               std::vector<float> scratch(attend_group_scratch_floats(nq, 40, g.head_dim), NAN);
               attend_paged_head_cascade(queries.data(), nq, shared, n_heads, h, g, kLayer, scale, scratch.data());
             }
-            const std::string where = std::string(kernel_path_name(path)) + " f16=" +
-                                      std::to_string(type == KvType::F16) + " ratio " + std::to_string(ratio) +
+            const std::string where = std::string(kernel_path_name(path)) + " " + std::string(kv_type_name(type)) +
+                                      " ratio " + std::to_string(ratio) +
                                       " head_dim " + std::to_string(head_dim) +
                                       " shared " + std::to_string(shared) + " queries " + std::to_string(nq);
             ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << where;

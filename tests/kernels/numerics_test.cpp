@@ -3,7 +3,9 @@
 // and the families that round differently get different ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/kernel_test_support.h"
 #include "kernels/matmul.h"
@@ -18,10 +20,23 @@ TEST(Numerics, FamiliesThatRoundDifferentlyHaveDifferentIds) {
   EXPECT_NE(kernel_numerics_id(KernelPath::Avx2), kernel_numerics_id(KernelPath::Avx512));
   EXPECT_EQ(kernel_numerics_id(KernelPath::Avx512), kernel_numerics_id(KernelPath::Avx512Vnni));
   const uint64_t model = 0x1234;
-  EXPECT_NE(cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx2)),
-            cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx512)));
-  EXPECT_NE(cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx512)),
-            cache_fingerprint(model + 1, kernel_numerics_id(KernelPath::Avx512)));
+  const KvTypes f16 = KvType::F16;
+  EXPECT_NE(cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx2), f16),
+            cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx512), f16));
+  EXPECT_NE(cache_fingerprint(model, kernel_numerics_id(KernelPath::Avx512), f16),
+            cache_fingerprint(model + 1, kernel_numerics_id(KernelPath::Avx512), f16));
+}
+
+// Other K/V types write other bytes for the same tokens: every pair of
+// types, K and V apart, gives its own fingerprint.
+TEST(Numerics, EveryKvTypePairHasItsOwnFingerprint) {
+  const uint64_t model = 0x1234, numerics = kernel_numerics_id(KernelPath::Scalar);
+  std::vector<uint64_t> seen;
+  for (int k = 0; k < kKvTypeCount; ++k)
+    for (int v = 0; v < kKvTypeCount; ++v)
+      seen.push_back(cache_fingerprint(model, numerics, {static_cast<KvType>(k), static_cast<KvType>(v)}));
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end());
 }
 
 // Avx512 and Avx512Vnni share a family: every weight type's products agree

@@ -49,7 +49,7 @@ bool same_entry(const TierEntry& a, const TierEntry& b) {
   const KvGeometry& h = b.geometry;
   return a.model_fingerprint == b.model_fingerprint && a.key == b.key && a.parent == b.parent &&
          g.n_layers == h.n_layers && g.n_kv_heads == h.n_kv_heads && g.head_dim == h.head_dim &&
-         g.block_size == h.block_size && g.type == h.type && a.tokens == b.tokens && a.positions == b.positions &&
+         g.block_size == h.block_size && g.types == h.types && a.tokens == b.tokens && a.positions == b.positions &&
          a.kv == b.kv;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 
 #include "support/tier_entries.h"
 
@@ -12,9 +13,10 @@ namespace clm {
 namespace {
 
 TEST(EntryCodec, RoundTripsBitwise) {
-  for (KvType type : {KvType::F16, KvType::F32}) {
+  for (KvTypes type : {KvTypes{KvType::F16}, KvTypes{KvType::F32}, KvTypes{KvType::Q8_0},
+                       KvTypes{KvType::Q8_0, KvType::F16}, KvTypes{KvType::F32, KvType::Q8_0}}) {
     KvGeometry g = test::small_tier_geometry();
-    g.type = type;
+    g.types = type;
     const TierEntry e = test::make_tier_entry(0x1234, 99, 98, g);
     const std::vector<std::byte> bytes = encode_entry(e);
     EXPECT_EQ(bytes.size() % 8, 0u) << "the data is aligned to 8 bytes";
@@ -22,6 +24,21 @@ TEST(EntryCodec, RoundTripsBitwise) {
     ASSERT_TRUE(back.has_value()) << back.error().message;
     EXPECT_TRUE(test::same_entry(*back, e));
   }
+}
+
+// The header names each tensor's own type and shape: a q8_0 tensor is raw
+// bytes (U8) with rows of kv_row_bytes, and K and V may differ.
+TEST(EntryCodec, TheHeaderNamesEachTensorsType) {
+  KvGeometry g = test::small_tier_geometry();
+  g.types = {KvType::Q8_0, KvType::F16};
+  const std::vector<std::byte> bytes = encode_entry(test::make_tier_entry(0x1234, 99, 98, g));
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[static_cast<std::size_t>(i)]) << (8 * i);
+  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 8, length);
+  EXPECT_NE(header.find("\"k_type\":\"q8_0\""), std::string::npos) << header;
+  EXPECT_NE(header.find("\"v_type\":\"f16\""), std::string::npos) << header;
+  EXPECT_NE(header.find("\"dtype\":\"U8\",\"shape\":[2,2,4,10]"), std::string::npos) << header;
+  EXPECT_NE(header.find("\"dtype\":\"F16\",\"shape\":[2,2,4,8]"), std::string::npos) << header;
 }
 
 TEST(EntryCodec, EveryTruncationFails) {

@@ -121,12 +121,18 @@ TEST_P(PersistentTier, AnotherModelsEntriesAreMissesAndStayTheirs) {
 
 TEST_P(PersistentTier, AnotherKvGeometryIsAMissNotDamage) {
   ASSERT_TRUE(open()->put(make_tier_entry(kModel, 5, kNoKey)));
-  auto store = open_entry_store(spec_, options_);
-  KvGeometry f32 = small_tier_geometry();
-  f32.type = KvType::F32;
-  StoreTier other(std::move(*store), kModel, f32);
-  EXPECT_FALSE(other.get(5).has_value());
-  EXPECT_FALSE(quarantined(5));
+  // Every other pair of K/V types (q8_0 included, K and V apart) reads the
+  // f16 entry as a miss, and leaves it in place for the f16 pool.
+  for (KvTypes types : {KvTypes{KvType::F32}, KvTypes{KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16},
+                        KvTypes{KvType::F16, KvType::Q8_0}}) {
+    auto store = open_entry_store(spec_, options_);
+    KvGeometry other_types = small_tier_geometry();
+    other_types.types = types;
+    StoreTier other(std::move(*store), kModel, other_types);
+    EXPECT_FALSE(other.get(5).has_value()) << kv_types_text(types);
+    EXPECT_FALSE(quarantined(5)) << kv_types_text(types);
+  }
+  EXPECT_TRUE(open()->get(5).has_value());
 }
 
 TEST_P(PersistentTier, DependentsGoWithTheirParent) {

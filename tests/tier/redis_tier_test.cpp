@@ -72,11 +72,16 @@ TEST(RedisTier, KeysAreNamespacedByModelAndLayout) {
   o.address = *parse_redis_url(h.server.url());
   auto other_model = RedisTier::open(o, kFingerprint + 1, small_tier_geometry());
   KvGeometry f32 = small_tier_geometry();
-  f32.type = KvType::F32;
+  f32.types = KvType::F32;
   auto other_layout = RedisTier::open(o, kFingerprint, f32);
-  ASSERT_TRUE(other_model && other_layout);
+  KvGeometry q8_k = small_tier_geometry();
+  q8_k.types = {KvType::Q8_0, KvType::F16};
+  auto q8_layout = RedisTier::open(o, kFingerprint, q8_k);
+  ASSERT_TRUE(other_model && other_layout && q8_layout);
   EXPECT_NE((*other_model)->key_name(e.key), h.tier->key_name(e.key));
   EXPECT_NE((*other_layout)->key_name(e.key), h.tier->key_name(e.key));
+  EXPECT_NE((*q8_layout)->key_name(e.key), h.tier->key_name(e.key));
+  EXPECT_FALSE((*q8_layout)->get(e.key));
   EXPECT_FALSE((*other_model)->get(e.key));
   EXPECT_EQ((*other_model)->exists(std::vector<BlockKey>{e.key}), 0u);
 }

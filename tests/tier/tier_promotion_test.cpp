@@ -89,7 +89,7 @@ TEST(TierPromotion, AnEntryThatDoesNotFitThePromptEndsAdoption) {
   EXPECT_EQ(with([](TierEntry& e) { e.parent ^= 1; }), 1u) << "another parent";
   EXPECT_EQ(with([](TierEntry& e) { e.model_fingerprint ^= 1; }), 1u) << "another model";
   EXPECT_EQ(with([](TierEntry& e) { e.kv.pop_back(); }), 1u) << "short bytes";
-  EXPECT_EQ(with([](TierEntry& e) { e.geometry.type = KvType::F32; }), 1u) << "another KV layout";
+  EXPECT_EQ(with([](TierEntry& e) { e.geometry.types = KvType::F32; }), 1u) << "another KV layout";
 }
 
 TEST(TierPromotion, ASmallPoolAdoptsWhatFitsWithoutEvictingTheChain) {

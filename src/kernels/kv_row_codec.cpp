@@ -1,0 +1,50 @@
+#include "kernels/kv_row_codec.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "util/half.h"
+
+namespace clm {
+
+void quantize_q8_0_row(const float* x, int head_dim, std::byte* row) {
+  assert(kv_type_unsupported(KvType::Q8_0, head_dim).empty());
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  const std::size_t group = static_cast<std::size_t>(q8_group_size(head_dim));
+  for (std::size_t g0 = 0; g0 < hd; g0 += group) {
+    float amax = 0.0f;
+    for (std::size_t i = g0; i < g0 + group; ++i) amax = std::max(amax, std::fabs(x[i]));  // std::max keeps amax over a NaN
+    const uint16_t d_bits = f32_to_f16(amax / 127.0f);
+    const float d = f16_to_f32(d_bits);
+    std::memcpy(row + q8_scale_offset(g0), &d_bits, 2);
+    for (std::size_t i = g0; i < g0 + group; ++i) {
+      // A zero or non-finite scale stores zeros; a NaN value stores 0; the
+      // clamp keeps the cast in range.
+      const float r = d > 0.0f && std::isfinite(d) ? std::round(x[i] / d) : 0.0f;
+      const float c = std::isnan(r) ? 0.0f : std::fmin(127.0f, std::fmax(-127.0f, r));
+      const auto q = static_cast<int8_t>(c);
+      std::memcpy(row + q8_value_offset(i), &q, 1);
+    }
+  }
+}
+
+void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row) {
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  switch (t) {
+    case KvType::F32: std::memcpy(row, x, hd * sizeof(float)); return;
+    case KvType::F16:
+      for (std::size_t i = 0; i < hd; ++i) {
+        const uint16_t h = f32_to_f16(x[i]);
+        std::memcpy(row + 2 * i, &h, 2);
+      }
+      return;
+    case KvType::Q8_0: quantize_q8_0_row(x, head_dim, row); return;
+  }
+}
+
+void decode_kv_row(KvType t, const std::byte* row, int head_dim, float* x) {
+  for (std::size_t i = 0; i < static_cast<std::size_t>(head_dim); ++i) x[i] = read_kv_element(t, row, i);
+}
+
+}  // namespace clm

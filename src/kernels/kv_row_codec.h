@@ -1,0 +1,57 @@
+// Conversion between f32 values and one stored KV row (kv_type.h), for
+// every type. Storing is one scalar routine per type, used by every kernel
+// path, so the bytes of a row depend only on its values and its type, never
+// on the CPU's SIMD family: a cache hit holds what a cold run writes.
+// Reading a q8_0 element is exact in f32 (an f16 scale times an int8 fits
+// f32's 24-bit significand), so any path that dequantizes gets the same
+// floats as dequantize_kv_row.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/element_read.h"
+#include "kernels/kv_type.h"
+
+namespace clm {
+
+// Byte offset of element i's int8 in a q8_0 row, and of its group's scale.
+// One formula for both group shapes: a head narrower than kQ8GroupSize has
+// its single group at offset 0.
+inline std::size_t q8_value_offset(std::size_t i) {
+  return (i / kQ8GroupSize) * (kQ8GroupSize + 2) + 2 + i % kQ8GroupSize;
+}
+inline std::size_t q8_scale_offset(std::size_t i) { return (i / kQ8GroupSize) * (kQ8GroupSize + 2); }
+
+inline float read_q8_0_element(const std::byte* row, std::size_t i) {
+  int8_t q;
+  std::memcpy(&q, row + q8_value_offset(i), 1);
+  return read_f16_element(row + q8_scale_offset(i)) * static_cast<float>(q);
+}
+
+// Element i of a row of type t, as f32.
+inline float read_kv_element(KvType t, const std::byte* row, std::size_t i) {
+  switch (t) {
+    case KvType::F16: return read_f16_element(row + 2 * i);
+    case KvType::F32: return read_f32_element(row + 4 * i);
+    case KvType::Q8_0: return read_q8_0_element(row, i);
+  }
+  return 0.0f;
+}
+
+// The q8_0 rounding, per group: d = max|x| / 127 rounded to f16, then each
+// q = round(x / d) (halves away from zero), clamped to [-127, 127] (the f16
+// rounding of d may make |x / d| pass 127 by a hair). Quantizing with the
+// stored d rather than the unrounded one makes d * q the nearest grid point
+// to x of the grid it is read on. A group of zeros, or a d that rounds to
+// 0, stores d = 0 and q = 0; a NaN value stores q = 0.
+// Precondition: kv_type_unsupported(Q8_0, head_dim) is empty.
+void quantize_q8_0_row(const float* x, int head_dim, std::byte* row);
+
+// x (head_dim f32) stored as a row of type t (f16: nearest even).
+void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row);
+// The row of type t as head_dim f32 values.
+void decode_kv_row(KvType t, const std::byte* row, int head_dim, float* x);
+
+}  // namespace clm
