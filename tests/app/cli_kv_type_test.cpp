@@ -14,6 +14,7 @@
 
 #include "support/run_command.h"
 #include "support/server_process.h"
+#include "support/story_prompt.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -26,9 +27,7 @@ using test::shell_quote;
 std::string cli() { return shell_quote(test::cli_binary()); }
 std::string real_model() { return shell_quote(test::shared_file("models/stories260K.gguf")); }
 
-const char* kPrompt =
-    "Once upon a time there was a little girl who lived in a small house near the big forest with her mother "
-    "and her father and her dog, and every day they walked to the river to look at the fish";
+const char* const kPrompt = test::kStoryPrompt;
 
 TEST(CliKvType, EveryKvCommandTakesTheFlags) {
   for (const char* command : {"run", "chat", "serve", "bench model", "eval reuse", "eval evict", "eval kv-type"}) {

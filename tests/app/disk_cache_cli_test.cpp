@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/story_prompt.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -20,9 +21,7 @@ using nlohmann::json;
 using test::run_command;
 using test::shell_quote;
 
-const char* kPrompt =
-    "Once upon a time there was a little girl who lived in a small house near the big forest with her mother "
-    "and her father and her dog, and every day they walked to the river to look at the fish";
+const char* const kPrompt = test::kStoryPrompt;
 
 json run_with_disk_cache(const std::string& spec) {
   const std::string cmd = shell_quote(test::cli_binary()) + " run --json --temp 0 -n 8 --block-size 16 -m " +

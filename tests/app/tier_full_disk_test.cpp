@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/run_command.h"
+#include "support/story_prompt.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -21,9 +22,7 @@ using nlohmann::json;
 using test::run_command;
 using test::shell_quote;
 
-const char* kPrompt =
-    "Once upon a time there was a little girl who lived in a small house near the big forest with her mother "
-    "and her father and her dog, and every day they walked to the river to look at the fish";
+const char* const kPrompt = test::kStoryPrompt;
 
 // Runs inside the namespace. $1: the mount point, $2: the store's spec
 // relative to it ("sqlite:c.sqlite" or "dir"), $3: where the outputs go

@@ -16,6 +16,7 @@
 #include "support/redis_server.h"
 #include "support/run_command.h"
 #include "support/server_process.h"
+#include "support/story_prompt.h"
 #include "support/test_paths.h"
 
 namespace clm {
@@ -27,9 +28,7 @@ using test::shell_quote;
 
 std::string model() { return test::shared_file("models/stories260K.gguf"); }
 
-const char* kPrompt =
-    "Once upon a time there was a little girl who lived in a small house near the big forest with her mother "
-    "and her father and her dog, and every day they walked to the river to look at the fish";
+const char* const kPrompt = test::kStoryPrompt;
 
 std::string run_with_redis(const std::string& url) {
   return shell_quote(test::cli_binary()) + " run --json --temp 0 -n 4 --block-size 16 -m " + shell_quote(model()) +
