@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_stats.h"
+#include "kernels/kv_type.h"
 #include "util/error.h"
 
 namespace clm {

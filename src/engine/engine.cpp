@@ -156,8 +156,7 @@ void Engine::clear_cached() { scheduler_->cache().clear_cached(); }
 
 Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                          const std::function<bool(const GeneratedToken&)>& on_token) {
-  Request req{options};
-  req.prompt.assign(prompt.begin(), prompt.end());
+  Request req{options, std::vector<int32_t>(prompt.begin(), prompt.end())};
 
   struct Wait {
     std::mutex mu;
