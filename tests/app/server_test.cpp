@@ -177,8 +177,8 @@ TEST_F(ServerTest, StreamedCompletionMatchesWhole) {
   EXPECT_EQ(res->status, 200);
   EXPECT_NE(res->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
   const StreamResult s = check_stream(res->body, false);
-  EXPECT_EQ(s.text, whole["choices"][0]["text"]);
-  EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"]);
+  EXPECT_EQ(s.text, whole["choices"][0]["text"].get<std::string>());
+  EXPECT_EQ(s.finish_reason, whole["choices"][0]["finish_reason"].get<std::string>());
   ASSERT_TRUE(s.usage.is_object());
   EXPECT_EQ(s.usage["completion_tokens"], whole["usage"]["completion_tokens"]);
 }
@@ -196,7 +196,7 @@ TEST_F(ServerTest, ChatWholeAndStreamed) {
   auto res = post("/v1/chat/completions", body);
   ASSERT_TRUE(res);
   const StreamResult s = check_stream(res->body, true);
-  EXPECT_EQ(s.text, whole["choices"][0]["message"]["content"]);
+  EXPECT_EQ(s.text, whole["choices"][0]["message"]["content"].get<std::string>());
   EXPECT_TRUE(s.usage.is_null());  // not asked for
 }
 
