@@ -1,13 +1,7 @@
 #include "model/model.h"
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
-#include "kernels/attention.h"
-#include "kernels/ops.h"
-#include "kernels/quantize.h"
-#include "model/attention_stats.h"
 #include "model/fingerprint.h"
 
 namespace clm {
