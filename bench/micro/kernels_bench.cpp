@@ -82,7 +82,7 @@ void BM_Matmul(benchmark::State& state) {
 void matmul_args(benchmark::internal::Benchmark* b) {
   for (WeightType t : {WeightType::F32, WeightType::F16, WeightType::BF16, WeightType::Q8_0, WeightType::Q4_0,
                        WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K})
-    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+    for (KernelPath p : kAllKernelPaths)
       for (int n : {1, 32, 64}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), n, 1});
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args)->Unit(benchmark::kMillisecond);
@@ -131,7 +131,7 @@ void BM_KQuantDot(benchmark::State& state) {
 
 void kquant_dot_args(benchmark::internal::Benchmark* b) {
   for (WeightType t : {WeightType::Q4_K, WeightType::Q5_K, WeightType::Q6_K})
-    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+    for (KernelPath p : kAllKernelPaths)
       for (int cols : {2048, 5632})
         for (int n : {1, 4}) b->Args({static_cast<int64_t>(t), static_cast<int64_t>(p), cols, n});
 }
@@ -296,6 +296,7 @@ BENCHMARK(BM_PrefillAttentionF16)
     ->Args({512, 64, static_cast<int64_t>(KernelPath::Avx512)})
     ->Args({512, 128, static_cast<int64_t>(KernelPath::Avx512)})
     ->Args({512, 64, static_cast<int64_t>(KernelPath::Avx2)})
+    ->Args({512, 64, static_cast<int64_t>(KernelPath::Neon)})
     ->Args({512, 64, static_cast<int64_t>(KernelPath::Scalar)})
     ->Unit(benchmark::kMillisecond);
 
@@ -341,7 +342,7 @@ void BM_RopeShiftRows(benchmark::State& state) {
 
 void rope_shift_args(benchmark::internal::Benchmark* b) {
   for (int hd : {64, 128})
-    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512})
+    for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Neon})
       b->Args({hd, static_cast<int64_t>(p), 0});
   b->Args({128, static_cast<int64_t>(KernelPath::Avx2), 1});
   b->Args({128, static_cast<int64_t>(KernelPath::Avx512), 1});

@@ -20,12 +20,14 @@ std::optional<KernelPath> chosen_path(const std::string& value, KernelPath wides
 
 std::string kernels_flag_error(const std::string& value, KernelPath widest) {
   const auto path = chosen_path(value, widest);
-  if (!path) return "must be auto, scalar, avx2, avx512 or avx512vnni, not '" + value + "'";
-  // KernelPath lists the paths narrowest first, each needing what the one before it needs.
-  if (static_cast<int>(*path) > static_cast<int>(widest))
-    return "this CPU cannot run the " + value + " kernels; its widest path is " +
-           std::string(kernel_path_name(widest));
-  return {};
+  if (!path) return "must be auto, scalar, avx2, avx512, avx512vnni, neon or neondot, not '" + value + "'";
+  // A path is runnable when `widest` is it or falls back to it step by step
+  // (KernelPath's families: each path needs what the narrower one needs).
+  for (KernelPath p = widest;; p = narrower_kernel_path(p)) {
+    if (p == *path) return {};
+    if (p == KernelPath::Scalar) break;
+  }
+  return "this CPU cannot run the " + value + " kernels; its widest path is " + std::string(kernel_path_name(widest));
 }
 
 void add_kernels_flag(CLI::App& cmd) {
@@ -36,8 +38,8 @@ void add_kernels_flag(CLI::App& cmd) {
            const KernelPath widest = best_kernel_path();
            set_kernel_path(chosen_path(v, widest).value_or(widest));
          },
-         "SIMD path of the kernels: auto (the CPU's widest), scalar, avx2, avx512 or avx512vnni; a path "
-         "the CPU lacks is an error")
+         "SIMD path of the kernels: auto (the CPU's widest), scalar, avx2, avx512 or avx512vnni (x86-64), "
+         "neon or neondot (AArch64); a path the CPU lacks is an error")
       ->check(CLI::Validator([](const std::string& v) { return kernels_flag_error(v, best_kernel_path()); }, "PATH"))
       ->default_str(kAuto);
 }

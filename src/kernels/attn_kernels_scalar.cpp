@@ -117,10 +117,12 @@ const AttnKernels& scalar_attn_kernels() {
 
 const AttnKernels& attn_kernels(KernelPath p) {
   switch (p) {
+#if CLM_ARCH_X86_64
     case KernelPath::Avx2: return avx2_attn_kernels();
     case KernelPath::Avx512:
     case KernelPath::Avx512Vnni: return avx512_attn_kernels();
-    case KernelPath::Scalar: break;
+#endif
+    default: break;  // Scalar, and the paths of the other architecture
   }
   return scalar_attn_kernels();
 }

@@ -8,10 +8,18 @@ namespace clm {
 
 std::string_view numerics_family(KernelPath p) {
   switch (p) {
+    // The scalar code of another architecture is another compiler's code
+    // generation over another libm, so it is not assumed to match bitwise.
+#if CLM_ARCH_AARCH64
+    case KernelPath::Scalar: return "scalar-aarch64";
+#else
     case KernelPath::Scalar: return "scalar";
+#endif
     case KernelPath::Avx2: return "avx2";
     case KernelPath::Avx512:
     case KernelPath::Avx512Vnni: return "avx512";
+    case KernelPath::Neon:
+    case KernelPath::NeonDot: return "neon";
   }
   return "unknown";
 }

@@ -33,10 +33,12 @@ const PeakLoops& scalar_peak_loops() { return kScalar; }
 
 const PeakLoops& peak_loops(KernelPath p) {
   switch (p) {
+#if CLM_ARCH_X86_64
     case KernelPath::Avx512Vnni: return avx512_vnni_peak_loops();
     case KernelPath::Avx512: return avx512_peak_loops();
     case KernelPath::Avx2: return avx2_peak_loops();
-    case KernelPath::Scalar: break;
+#endif
+    default: break;  // Scalar, and the paths of the other architecture
   }
   return scalar_peak_loops();
 }

@@ -134,12 +134,16 @@ void rope_shift_rows(const std::byte* src, std::byte* dst, KvType type, int n_ro
   check_args(type, params, table);
   if (table.delta == 0) return copy_rows(src, dst, type, n_rows, stride_elems, params.head_dim);
   switch (active_kernel_path()) {
+#if CLM_ARCH_X86_64
     case KernelPath::Avx2: rope_shift_rotate_avx2(src, dst, type, n_rows, stride_elems, params, table); break;
     case KernelPath::Avx512:
     case KernelPath::Avx512Vnni:
       rope_shift_rotate_avx512(src, dst, type, n_rows, stride_elems, params, table);
       break;
-    case KernelPath::Scalar: rotate_scalar_rows(src, dst, type, n_rows, stride_elems, params, table); break;
+#endif
+    default:  // Scalar, and the paths of the other architecture
+      rotate_scalar_rows(src, dst, type, n_rows, stride_elems, params, table);
+      break;
   }
   copy_unrotated(src, dst, type, n_rows, stride_elems, params);
 }

@@ -234,10 +234,12 @@ const VecKernels& scalar_vec_kernels() {
 
 const VecKernels& vec_kernels(KernelPath p) {
   switch (p) {
+#if CLM_ARCH_X86_64
     case KernelPath::Avx2: return avx2_vec_kernels();
     case KernelPath::Avx512: return avx512_vec_kernels();
     case KernelPath::Avx512Vnni: return avx512_vnni_vec_kernels();
-    case KernelPath::Scalar: break;
+#endif
+    default: break;  // Scalar, and the paths of the other architecture
   }
   return scalar_vec_kernels();
 }

@@ -125,7 +125,7 @@ TEST_F(AttentionStats, MassAgreesAcrossKernelsPathsAndBatchShapes) {
   const KernelPath saved = active_kernel_path();
   set_kernel_path(KernelPath::Scalar);
   const StatsRun scalar = run(*model, prompts, one_by_one, true, 1);
-  for (KernelPath path : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni}) {
+  for (KernelPath path : kAllKernelPaths) {
     if (!kernel_path_supported(path)) continue;
     set_kernel_path(path);
     const std::string name(kernel_path_name(path));

@@ -42,11 +42,12 @@ struct TestMatrix {
   std::vector<std::byte> bytes;
 };
 
-// Every path the CPU supports. This project's reference machines have
-// AVX-512 with VNNI, so all four run there; elsewhere the missing ones are skipped.
+// Every path the CPU supports. This project's x86 reference machines have
+// AVX-512 with VNNI, so all four x86 paths run there, and an AArch64 CPU with
+// the dot-product extension (or qemu-aarch64) runs scalar, neon and neondot.
 inline std::vector<KernelPath> supported_paths() {
   std::vector<KernelPath> paths;
-  for (KernelPath p : {KernelPath::Scalar, KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni})
+  for (KernelPath p : kAllKernelPaths)
     if (kernel_path_supported(p)) paths.push_back(p);
   return paths;
 }

@@ -2,6 +2,7 @@
 // quantizers' round-trip error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -162,6 +163,18 @@ Levels levels(WeightType t, const std::byte* block, int elem) {
   return {f16_to_f32(b.d) * sc[j], f16_to_f32(b.dmin) * mn[j], 0, t == WeightType::Q4_K ? 15 : 31};
 }
 
+// How far x lies from the nearest level. (A plain comparison rather than an
+// fmin reduction: GCC 12's AArch64 vectorizer stops with an internal error on
+// the fmin form.)
+float nearest_level_error(const Levels& lv, float x) {
+  float best = INFINITY;
+  for (int q = lv.lo; q <= lv.hi; ++q) {
+    const float e = std::fabs(lv.step * static_cast<float>(q) - lv.offset - x);
+    if (e < best) best = e;
+  }
+  return best;
+}
+
 // Every element decodes to the nearest level its stored scales allow, and the
 // error stays within stated bounds for uniform data in [-1, 1): at most 0.6 of
 // the element's (stored) step beyond the sub-block's covered range, and a row
@@ -187,8 +200,7 @@ TEST(KQuant, RoundTripPicksTheNearestLevelWithinStatedBounds) {
     double sq = 0.0, sq_ref = 0.0;
     for (std::size_t i = 0; i < n; ++i) {
       const Levels lv = levels(c.t, bytes.data() + i / 256 * bb, static_cast<int>(i % 256));
-      float best = INFINITY;
-      for (int q = lv.lo; q <= lv.hi; ++q) best = std::fmin(best, std::fabs(lv.step * static_cast<float>(q) - lv.offset - x[i]));
+      const float best = nearest_level_error(lv, x[i]);
       const float err = std::fabs(y[i] - x[i]);
       ASSERT_LE(err, best * (1.0f + 1e-5f) + 1e-7f) << weight_type_name(c.t) << " i=" << i;
       const float a = lv.step * static_cast<float>(lv.lo), b = lv.step * static_cast<float>(lv.hi);
@@ -206,7 +218,7 @@ TEST(KQuant, RoundTripPicksTheNearestLevelWithinStatedBounds) {
     EXPECT_LE(std::sqrt(sq / sq_ref), c.rms) << weight_type_name(c.t);
     // The tiny block keeps its relative precision: scales are per block.
     double tiny = 0.0;
-    for (std::size_t i = 256; i < 512; ++i) tiny = std::fmax(tiny, std::fabs(y[i] - x[i]));
+    for (std::size_t i = 256; i < 512; ++i) tiny = std::max(tiny, static_cast<double>(std::fabs(y[i] - x[i])));
     EXPECT_LE(tiny, 1e-3 * 4.0 / (c.t == WeightType::Q4_K ? 15 : c.t == WeightType::Q5_K ? 31 : 63)) << weight_type_name(c.t);
   }
 }
