@@ -1,4 +1,4 @@
-// CLMCACHE_TEST_KERNELS=PATH (scalar, avx2, avx512, avx512vnni) runs a test
+// CLMCACHE_TEST_KERNELS=PATH (scalar, avx2, avx512, avx512vnni, neon, neondot) runs a test
 // binary's kernels on that path, as `--kernels` does for the CLI, so that the
 // model-level bitwise and golden tests (which run on the active path) can be
 // run once per path the CPU has; tests that iterate the paths themselves
