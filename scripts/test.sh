@@ -15,3 +15,11 @@ if grep -qw avx2 /proc/cpuinfo && grep -qw avx512f /proc/cpuinfo; then
     CLMCACHE_TEST_KERNELS=avx2 "build/tests/clm_tests_$layer" --gtest_brief=1
   done
 fi
+# On an AArch64 CPU with the dot-product extension (a Raspberry Pi 5), the
+# same layers once more on the plain neon path, which a Pi 4 runs.
+if grep -qw asimddp /proc/cpuinfo; then
+  for layer in kernels model cache engine tier; do
+    echo "== clm_tests_$layer on the neon path"
+    CLMCACHE_TEST_KERNELS=neon "build/tests/clm_tests_$layer" --gtest_brief=1
+  done
+fi
