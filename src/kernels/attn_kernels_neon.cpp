@@ -40,18 +40,15 @@ inline float f16_bits_to_f32(const std::byte* p) {
   return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
 }
 
-// Elements i..i+3 of a stored row as f32 (vec), i..i+15 (vec16, i a multiple
-// of 16), element i alone (one).
+// Elements i..i+3 of a stored row as f32 (vec), element i alone (one), and
+// where wider loads pay, i..i+15 (chunk, attn_score_kernel.h).
 struct LoadF32 {
   static float32x4_t vec(const std::byte* p, std::size_t i) { return load_f32x4(p + 4 * i); }
-  static void vec16(const std::byte* p, std::size_t i, float32x4_t* v) {
-    for (std::size_t k = 0; k < 4; ++k) v[k] = load_f32x4(p + 4 * (i + kWidth * k));
-  }
   static float one(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 };
 struct LoadF16 {
   static float32x4_t vec(const std::byte* p, std::size_t i) { return load_f16x4(p + 2 * i); }
-  static void vec16(const std::byte* p, std::size_t i, float32x4_t* v) {
+  static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
     const uint8_t* b = reinterpret_cast<const uint8_t*>(p + 2 * i);
     const float16x8_t lo = vreinterpretq_f16_u8(vld1q_u8(b));
     const float16x8_t hi = vreinterpretq_f16_u8(vld1q_u8(b + 16));
@@ -62,7 +59,7 @@ struct LoadF16 {
   }
   static float one(const std::byte* p, std::size_t i) { return f16_bits_to_f32(p + 2 * i); }
 };
-// i is a multiple of 4 (of 16 for vec16), so the values share one group
+// i is a multiple of 4 (of 16 for chunk), so the values share one group
 // (kv_row_codec.h) and d * q is exact: the floats read_q8_0_element gives.
 struct LoadQ8 {
   static float scale(const std::byte* p, std::size_t i) { return f16_bits_to_f32(p + q8_scale_offset(i)); }
@@ -72,7 +69,7 @@ struct LoadQ8 {
     const int16x8_t q = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
     return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), scale(p, i));
   }
-  static void vec16(const std::byte* p, std::size_t i, float32x4_t* v) {
+  static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
     const int8x16_t q = vld1q_s8(reinterpret_cast<const int8_t*>(p + q8_value_offset(i)));
     const float d = scale(p, i);
     const int16x8_t lo = vmovl_s8(vget_low_s8(q));
@@ -197,73 +194,32 @@ void scale_row(float* x, std::size_t n, float inv, bool round) {
   }
 }
 
-// The four registers of one score's lanes to its sum, by the reference's
-// halving: l + l+8, l + l+4, l + l+2, l + l+1.
-inline float fold_lanes(const float32x4_t* a) {
-  const float32x4_t c = vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[1], a[3]));
-  const float32x2_t d = vadd_f32(vget_low_f32(c), vget_high_f32(c));
-  return vget_lane_f32(d, 0) + vget_lane_f32(d, 1);
-}
-
-// NQ queries against one row: each query's sixteen lanes in four registers,
-// each K chunk loaded (and converted) once for all NQ, then the halving.
-template <int NQ, class Load>
-void score_row_nq(const std::byte* kr, const float* q, std::size_t q_stride, std::size_t hd, float scale, float* out,
-                  std::size_t out_stride) {
-  const std::size_t whole = hd / kLanes * kLanes;
-  float32x4_t acc[NQ][4];
-  for (int i = 0; i < NQ; ++i)
-    for (int k = 0; k < 4; ++k) acc[i][k] = vdupq_n_f32(0.0f);
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    float32x4_t kv[4];
-    Load::vec16(kr, j, kv);
-    for (int i = 0; i < NQ; ++i) {
-      const float* qi = q + static_cast<std::size_t>(i) * q_stride + j;
-      for (int k = 0; k < 4; ++k) acc[i][k] = vfmaq_f32(acc[i][k], kv[k], vld1q_f32(qi + kWidth * k));
-    }
-  }
-  for (int i = 0; i < NQ; ++i) {
-    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
-    float s = fold_lanes(acc[i]);
-    for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
-    out[static_cast<std::size_t>(i) * out_stride] = s * scale;
-  }
-}
-
-template <class Load>
-void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
-            std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  constexpr int kTile = 4;  // 16 accumulators, 4 K registers and the query loads of 32 registers
-  for (int r = 0; r < n_rows; ++r) {
-    const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
-    float* o = out + static_cast<std::size_t>(r);
-    int i = 0;
-    for (; i + kTile <= n_q; i += kTile)
-      score_row_nq<kTile, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
-                                o + static_cast<std::size_t>(i) * out_stride, out_stride);
-    for (; i < n_q; ++i)
-      score_row_nq<1, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
-                            o + static_cast<std::size_t>(i) * out_stride, out_stride);
-  }
-}
-
-// The lanes of attn_pv_kernel.h: one register holds 4 of a row's elements.
-struct PvQ {
+// The lanes of attn_pv_kernel.h and attn_score_kernel.h: one register holds
+// 4 of a row's elements.
+struct AttnQ {
   using Reg = float32x4_t;
   static constexpr std::size_t kWidth = 4;
   static constexpr int kPvTile = 4;
   static constexpr int kPvAccumulators = 16;  // 4 queries x 16 dims, 4 broadcasts and a V vector of 32 registers
+  static constexpr int kScoreTile = 4;        // 16 accumulators, 4 K registers and the query loads
   static Reg load(const float* p) { return vld1q_f32(p); }
   static void store(float* p, Reg v) { vst1q_f32(p, v); }
   static Reg set1(float x) { return vdupq_n_f32(x); }
   static Reg fma(Reg a, Reg b, Reg c) { return vfmaq_f32(c, a, b); }
   static bool any_zero(Reg v) { return vmaxvq_u32(vceqzq_f32(v)) != 0; }
+  // Lanes 0-3, 4-7, 8-11, 12-15 of one score: l + l+8, l + l+4, l + l+2, l + l+1.
+  static float fold16(const Reg* a) {
+    const float32x4_t c = vaddq_f32(vaddq_f32(a[0], a[2]), vaddq_f32(a[1], a[3]));
+    const float32x2_t d = vadd_f32(vget_low_f32(c), vget_high_f32(c));
+    return vget_lane_f32(d, 0) + vget_lane_f32(d, 1);
+  }
 };
 
 }  // namespace
 }  // namespace clm
 
 #include "kernels/attn_pv_kernel.h"
+#include "kernels/attn_score_kernel.h"
 
 namespace clm {
 namespace {
@@ -280,7 +236,7 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
 
 template <class Load>
 constexpr KvRowKernels row_kernels() {
-  return {.scores = scores<Load>, .pv = pv<PvQ, Load>, .pv_queries = pv_queries<PvQ, Load>};
+  return {.scores = scores<AttnQ, Load>, .pv = pv<AttnQ, Load>, .pv_queries = pv_queries<AttnQ, Load>};
 }
 
 }  // namespace
