@@ -75,5 +75,6 @@ inline const AttnKernels& active_attn_kernels() { return attn_kernels(active_ker
 const AttnKernels& scalar_attn_kernels();
 const AttnKernels& avx2_attn_kernels();
 const AttnKernels& avx512_attn_kernels();
+const AttnKernels& neon_attn_kernels();  // Neon and NeonDot: one numerics family
 
 }  // namespace clm

@@ -154,73 +154,34 @@ void scale_row(float* x, std::size_t n, float inv, bool round) {
   }
 }
 
-// Lanes 0-7 and 8-15 of one score to its sum, by the reference's halving.
-inline float fold_lanes(__m256 lo, __m256 hi) {
-  const __m256 b = _mm256_add_ps(lo, hi);
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-// NQ queries against one row: lanes 0-7 and 8-15 of each accumulated apart,
-// each K vector loaded (and converted) once for all NQ, then the halving.
-template <int NQ, class Load>
-void score_row_nq(const std::byte* kr, const float* q, std::size_t q_stride, std::size_t hd, float scale, float* out,
-                  std::size_t out_stride) {
-  const std::size_t whole = hd / kLanes * kLanes;
-  __m256 lo[NQ], hi[NQ];
-  for (int i = 0; i < NQ; ++i) lo[i] = hi[i] = _mm256_setzero_ps();
-  for (std::size_t j = 0; j < whole; j += kLanes) {
-    const __m256 klo = Load::vec(kr, j), khi = Load::vec(kr, j + kHalf);
-    for (int i = 0; i < NQ; ++i) {
-      const float* qi = q + static_cast<std::size_t>(i) * q_stride;
-      lo[i] = _mm256_fmadd_ps(klo, _mm256_loadu_ps(qi + j), lo[i]);
-      hi[i] = _mm256_fmadd_ps(khi, _mm256_loadu_ps(qi + j + kHalf), hi[i]);
-    }
-  }
-  for (int i = 0; i < NQ; ++i) {
-    const float* qi = q + static_cast<std::size_t>(i) * q_stride;
-    float s = fold_lanes(lo[i], hi[i]);
-    for (std::size_t t = whole; t < hd; ++t) s = std::fma(Load::one(kr, t), qi[t], s);
-    out[static_cast<std::size_t>(i) * out_stride] = s * scale;
-  }
-}
-
-template <class Load>
-void scores(const std::byte* k, std::size_t k_stride, int n_rows, const float* q, std::size_t q_stride, int n_q,
-            std::size_t hd, float scale, float* out, std::size_t out_stride) {
-  constexpr int kTile = 4;  // 8 accumulators and 2 K vectors of 16 registers
-  for (int r = 0; r < n_rows; ++r) {
-    const std::byte* kr = k + static_cast<std::size_t>(r) * k_stride;
-    float* o = out + static_cast<std::size_t>(r);
-    int i = 0;
-    for (; i + kTile <= n_q; i += kTile)
-      score_row_nq<kTile, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
-                                o + static_cast<std::size_t>(i) * out_stride, out_stride);
-    for (; i < n_q; ++i)
-      score_row_nq<1, Load>(kr, q + static_cast<std::size_t>(i) * q_stride, q_stride, hd, scale,
-                            o + static_cast<std::size_t>(i) * out_stride, out_stride);
-  }
-}
-
-// The lanes of attn_pv_kernel.h: one register holds 8 of a row's elements.
-struct PvYmm {
+// The lanes of attn_pv_kernel.h and attn_score_kernel.h: one register holds
+// 8 of a row's elements.
+struct AttnYmm {
   using Reg = __m256;
   static constexpr std::size_t kWidth = 8;
   static constexpr int kPvTile = 2;
   static constexpr int kPvAccumulators = 8;  // 2 queries x 32 dims, 2 broadcasts and a V vector of 16 registers
+  static constexpr int kScoreTile = 4;       // 8 accumulators and 2 K vectors of 16 registers
   static Reg load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, Reg v) { _mm256_storeu_ps(p, v); }
   static Reg set1(float x) { return _mm256_set1_ps(x); }
   static Reg fma(Reg a, Reg b, Reg c) { return _mm256_fmadd_ps(a, b, c); }
   static bool any_zero(Reg v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_EQ_OQ)) != 0; }
+  // Lanes 0-7 and 8-15 of one score to its sum, by the reference's halving.
+  static float fold16(const Reg* a) {
+    const __m256 b = _mm256_add_ps(a[0], a[1]);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(b), _mm256_extractf128_ps(b, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
 };
 
 }  // namespace
 }  // namespace clm
 
 #include "kernels/attn_pv_kernel.h"
+#include "kernels/attn_score_kernel.h"
 
 namespace clm {
 namespace {
@@ -237,7 +198,7 @@ void f32_to_f16_row(const float* x, std::byte* dst, std::size_t n) {
 
 template <class Load>
 constexpr KvRowKernels row_kernels() {
-  return {.scores = scores<Load>, .pv = pv<PvYmm, Load>, .pv_queries = pv_queries<PvYmm, Load>};
+  return {.scores = scores<AttnYmm, Load>, .pv = pv<AttnYmm, Load>, .pv_queries = pv_queries<AttnYmm, Load>};
 }
 
 }  // namespace

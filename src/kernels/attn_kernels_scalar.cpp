@@ -122,6 +122,10 @@ const AttnKernels& attn_kernels(KernelPath p) {
     case KernelPath::Avx512:
     case KernelPath::Avx512Vnni: return avx512_attn_kernels();
 #endif
+#if CLM_ARCH_AARCH64
+    case KernelPath::Neon:
+    case KernelPath::NeonDot: return neon_attn_kernels();
+#endif
     default: break;  // Scalar, and the paths of the other architecture
   }
   return scalar_attn_kernels();

@@ -141,6 +141,10 @@ void rope_shift_rows(const std::byte* src, std::byte* dst, KvType type, int n_ro
       rope_shift_rotate_avx512(src, dst, type, n_rows, stride_elems, params, table);
       break;
 #endif
+#if CLM_ARCH_AARCH64
+    case KernelPath::Neon:
+    case KernelPath::NeonDot: rope_shift_rotate_neon(src, dst, type, n_rows, stride_elems, params, table); break;
+#endif
     default:  // Scalar, and the paths of the other architecture
       rotate_scalar_rows(src, dst, type, n_rows, stride_elems, params, table);
       break;

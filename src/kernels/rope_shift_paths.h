@@ -19,5 +19,8 @@ void rope_shift_rotate_avx2(const std::byte* src, std::byte* dst, KvType type, i
                             const RopeShiftParams& params, const RopeShiftTable& table);
 void rope_shift_rotate_avx512(const std::byte* src, std::byte* dst, KvType type, int n_rows,
                               std::size_t stride_elems, const RopeShiftParams& params, const RopeShiftTable& table);
+// Neon and NeonDot alike: the dot-product instructions do not enter it.
+void rope_shift_rotate_neon(const std::byte* src, std::byte* dst, KvType type, int n_rows, std::size_t stride_elems,
+                            const RopeShiftParams& params, const RopeShiftTable& table);
 
 }  // namespace clm

@@ -40,8 +40,11 @@ const KvTypes kTypePairs[] = {KvType::F32, KvType::F16, KvType::Q8_0, {KvType::Q
 bool has_q8(KvTypes t) { return t.k == KvType::Q8_0 || t.v == KvType::Q8_0; }
 
 // Odd head sizes where the type allows them: q8_0 takes a whole-head group
-// below 32 (24: a tail on every path) or whole groups of 32.
-std::vector<int> head_dims(KvTypes t) { return has_q8(t) ? std::vector<int>{64, 24} : std::vector<int>{64, 36}; }
+// below 32 (24: a tail on every path; 30 and 37 also leave single elements
+// after 4-wide registers) or whole groups of 32.
+std::vector<int> head_dims(KvTypes t) {
+  return has_q8(t) ? std::vector<int>{64, 24, 30} : std::vector<int>{64, 36, 37};
+}
 
 // Element d of the K (or V) row of slot s for (layer, kv head), as stored.
 float stored(const KvGeometry& g, std::byte* const* blocks, bool v, int layer, int kvh, int s, int d) {

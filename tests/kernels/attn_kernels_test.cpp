@@ -81,15 +81,21 @@ TEST(AttnKernels, ExpMatchesScalarBitwiseOnEveryPathAndTail) {
   }
 }
 
+// NaN at the start, in the middle and at the end: in the whole registers,
+// the part-filled ones and the element tails of every path's widths.
 TEST(AttnKernels, MaxSkipsNanAndMinusInf) {
+  constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
   for (KernelPath path : test::supported_paths()) {
     const AttnKernels& k = attn_kernels(path);
-    for (std::size_t n : {std::size_t{1}, std::size_t{9}, std::size_t{16}, std::size_t{37}}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{9}, std::size_t{16}, std::size_t{22},
+                          std::size_t{37}}) {
       std::vector<float> x = test::random_floats(n, 3, -5.0f, 5.0f);
-      x[0] = std::numeric_limits<float>::quiet_NaN();
+      x[0] = kNan;
       if (n > 2) x[n - 2] = -kInf;
+      if (n > 3) x[n / 2] = x[n - 1] = kNan;
       float want = -kInf;
-      for (std::size_t i = 1; i < n; ++i) want = std::max(want, x[i]);
+      for (float v : x)
+        if (!std::isnan(v)) want = std::max(want, v);
       EXPECT_EQ(k.max_row(x.data(), n), want) << kernel_path_name(path) << " n=" << n;
     }
     EXPECT_EQ(k.max_row(nullptr, 0), -kInf);
@@ -188,9 +194,10 @@ constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0};
 
 // Head sizes to try for a type: the float types any size, odd ones
 // included; q8_0 the sizes it can store, below one group (8, 24: tails on
-// every path) and whole groups (64, 96, 128).
+// every path; 30: also a tail of single elements after 4-wide registers)
+// and whole groups (64, 96, 128).
 std::vector<std::size_t> head_sizes(KvType t, std::vector<std::size_t> float_sizes) {
-  if (t == KvType::Q8_0) return {64, 128, 24, 8, 96};
+  if (t == KvType::Q8_0) return {64, 128, 24, 8, 96, 30};
   return float_sizes;
 }
 
@@ -198,7 +205,7 @@ std::vector<std::size_t> head_sizes(KvType t, std::vector<std::size_t> float_siz
 // share its call; and within 1e-5 of the double dot product (|q|,|k| <= 1).
 TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
   for (KvType type : kAllTypes) {
-    for (std::size_t hd : head_sizes(type, {64, 128, 36, 8})) {
+    for (std::size_t hd : head_sizes(type, {64, 128, 36, 8, 23})) {
       const Rows k = make_rows(type, kAttnMaxRows, hd, 11);
       const auto q = test::random_floats(kAttnMaxQueries * hd, 12);
       const float scale = 0.125f;
@@ -237,8 +244,11 @@ TEST(AttnKernels, ScoresMatchScalarAndDoNotDependOnTheirCompany) {
 
 // p.V: bitwise the scalar reference on every path, the f16 rows bitwise their
 // f32 conversion, and rows with p == 0 not read (they hold NaN here).
+// Head sizes 45 and 7 leave single elements after the registers of every
+// path's width (4, 8 and 16 floats).
 TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
-  for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{36}, std::size_t{200}}) {
+  for (std::size_t hd : {std::size_t{64}, std::size_t{128}, std::size_t{36}, std::size_t{200}, std::size_t{45},
+                         std::size_t{7}}) {
     constexpr int kRows = 23;
     const Rows v16 = make_rows(KvType::F16, kRows, hd, 21);
     Rows v32 = make_rows(KvType::F32, kRows, hd, 21);
@@ -279,7 +289,7 @@ TEST(AttnKernels, PvMatchesScalarAndSkipsZeroProbabilities) {
 // (so every partial tile, and with it every register span, is taken).
 TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
   for (KvType type : kAllTypes) {
-    for (std::size_t hd : head_sizes(type, {64, 128, 40, 200})) {
+    for (std::size_t hd : head_sizes(type, {64, 128, 40, 200, 45, 7})) {
       constexpr int kRows = 21;
       const Rows v = make_rows(type, kRows, hd, 31);
       Rows v_nan = v;
