@@ -16,8 +16,6 @@
 // several accumulators per output reloads operands for every few fmas.
 #pragma once
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -64,7 +62,7 @@ void micro_tile(const std::byte* w, std::size_t w_stride, const std::byte* x, st
         const std::size_t off = i * L::kBytes + kAhead;
         for (int a = 0; a < W; ++a) {
           const std::byte* p = off < row_len ? wrow(a) + off : wrow(a + W) + (off - row_len);
-          _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+          __builtin_prefetch(p, 0, 3);  // read, keep in all levels (prefetcht0, prfm pldl1keep)
         }
       }
     }

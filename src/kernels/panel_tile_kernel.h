@@ -13,8 +13,6 @@
 // +0, the canonical order, whatever the tile shape.
 #pragma once
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -52,7 +50,7 @@ void panel_micro(const std::byte* p, std::size_t panel_bytes, int valid, const f
         for (int q = 0; q < NP; ++q) {
           const std::size_t panel = static_cast<std::size_t>(q) + (off < panel_bytes ? 0 : NP);
           const std::size_t at = off < panel_bytes ? off : off - panel_bytes;
-          _mm_prefetch(reinterpret_cast<const char*>(p) + panel * panel_bytes + at, _MM_HINT_T0);
+          __builtin_prefetch(p + panel * panel_bytes + at, 0, 3);
         }
       }
     }

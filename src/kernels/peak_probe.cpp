@@ -37,6 +37,9 @@ const PeakLoops& peak_loops(KernelPath p) {
     case KernelPath::Avx512Vnni: return avx512_vnni_peak_loops();
     case KernelPath::Avx512: return avx512_peak_loops();
     case KernelPath::Avx2: return avx2_peak_loops();
+#elif CLM_ARCH_AARCH64
+    case KernelPath::NeonDot: return neon_dot_peak_loops();
+    case KernelPath::Neon: return neon_peak_loops();
 #endif
     default: break;  // Scalar, and the paths of the other architecture
   }

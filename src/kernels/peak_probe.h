@@ -33,5 +33,7 @@ const PeakLoops& scalar_peak_loops();
 const PeakLoops& avx2_peak_loops();
 const PeakLoops& avx512_peak_loops();
 const PeakLoops& avx512_vnni_peak_loops();
+const PeakLoops& neon_peak_loops();
+const PeakLoops& neon_dot_peak_loops();
 
 }  // namespace clm

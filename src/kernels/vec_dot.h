@@ -95,5 +95,8 @@ const VecKernels& avx512_vec_kernels();
 // The AVX-512 table with the k-quant dots using VNNI (vpdpwssd) and the Q8_0 /
 // Q4_0 tiles using VNNI (vpdpbusd).
 const VecKernels& avx512_vnni_vec_kernels();
+// AArch64's Advanced SIMD, and that table with the integer dots through SDOT.
+const VecKernels& neon_vec_kernels();
+const VecKernels& neon_dot_vec_kernels();
 
 }  // namespace clm

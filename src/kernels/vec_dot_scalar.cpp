@@ -238,6 +238,9 @@ const VecKernels& vec_kernels(KernelPath p) {
     case KernelPath::Avx2: return avx2_vec_kernels();
     case KernelPath::Avx512: return avx512_vec_kernels();
     case KernelPath::Avx512Vnni: return avx512_vnni_vec_kernels();
+#elif CLM_ARCH_AARCH64
+    case KernelPath::Neon: return neon_vec_kernels();
+    case KernelPath::NeonDot: return neon_dot_vec_kernels();
 #endif
     default: break;  // Scalar, and the paths of the other architecture
   }

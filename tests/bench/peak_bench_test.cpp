@@ -64,14 +64,19 @@ TEST(PeakBench, EachSupportedPathProbesItsOwnInstructions) {
   };
   const double scalar = rate(peak_loops(KernelPath::Scalar).fma_f32);
   EXPECT_EQ(peak_loops(KernelPath::Scalar).dot_i8, nullptr);
-  for (KernelPath p : {KernelPath::Avx2, KernelPath::Avx512, KernelPath::Avx512Vnni}) {
-    if (!kernel_path_supported(p)) continue;
+  for (KernelPath p : kAllKernelPaths) {
+    if (p == KernelPath::Scalar || !kernel_path_supported(p)) continue;
     const PeakLoops& loops = peak_loops(p);
     ASSERT_NE(loops.dot_i8, nullptr) << kernel_path_name(p);
     EXPECT_GT(rate(loops.fma_f32), scalar) << kernel_path_name(p);
     EXPECT_GT(rate(loops.dot_i8), 0.0) << kernel_path_name(p);
   }
+#if CLM_ARCH_X86_64
   EXPECT_NE(peak_loops(KernelPath::Avx512).dot_kind, peak_loops(KernelPath::Avx512Vnni).dot_kind);
+#endif
+#if CLM_ARCH_AARCH64
+  EXPECT_NE(peak_loops(KernelPath::Neon).dot_kind, peak_loops(KernelPath::NeonDot).dot_kind);
+#endif
 }
 
 }  // namespace

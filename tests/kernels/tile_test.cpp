@@ -86,6 +86,40 @@ TEST(Tile, EveryShapeIsBitwiseTheDotOfEachPair) {
   std::printf("tiles checked: %d\n", tiles_checked);
 }
 
+// dot4 against four dots of the same path, bitwise, where matmul composes a
+// tile from them (a path without the type's tile, vec_dot.h): F32 at sizes
+// that leave every tail length, Q8_0 / Q4_0 at odd and even block counts
+// (the blocks alternate between two accumulators), activation rows strided.
+TEST(Tile, Dot4IsBitwiseFourDotsOnEveryPath) {
+  for (KernelPath path : test::supported_paths()) {
+    const VecKernels& k = vec_kernels(path);
+    for (WeightType t : {WeightType::F32, WeightType::Q8_0, WeightType::Q4_0}) {
+      const WeightType xt = activation_type(t);
+      const std::size_t unit = block_elems(t);
+      for (std::size_t n : {unit, 3 * unit, 5 * unit + (unit == 1 ? 2 : 0), 9 * unit + (unit == 1 ? 7 : 0),
+                            64 * unit + (unit == 1 ? 13 : unit)}) {
+        const std::size_t x_stride = row_bytes(xt, n) + 4;
+        const auto w = random_rows(t, 1, n, row_bytes(t, n), 300 + static_cast<unsigned>(n));
+        const auto x = random_rows(xt, 4, n, x_stride, 400 + static_cast<unsigned>(n));
+        float four[4], one[4];
+        if (t == WeightType::F32) {
+          const auto* xf = reinterpret_cast<const float*>(x.data());
+          k.dot4_f32(w.data(), xf, x_stride / sizeof(float), n, four);
+          for (std::size_t r = 0; r < 4; ++r) one[r] = k.dot_f32(w.data(), xf + r * (x_stride / sizeof(float)), n);
+        } else {
+          const auto dot = t == WeightType::Q8_0 ? k.dot_q8_0 : k.dot_q4_0;
+          (t == WeightType::Q8_0 ? k.dot4_q8_0 : k.dot4_q4_0)(w.data(), x.data(), x_stride, n, four);
+          for (std::size_t r = 0; r < 4; ++r) one[r] = dot(w.data(), x.data() + r * x_stride, n);
+        }
+        for (std::size_t r = 0; r < 4; ++r)
+          EXPECT_EQ(std::memcmp(&four[r], &one[r], sizeof one[r]), 0)
+              << weight_type_name(t) << " " << kernel_path_name(path) << " n=" << n << " row " << r << ": "
+              << four[r] << " vs " << one[r];
+      }
+    }
+  }
+}
+
 // Q8_0 weights from other writers may hold -128, which our quantizer never
 // makes; with activations at +-127 every integer route of the tiles must still
 // be exact, so they still match the dots. The integer sums are exact on every
