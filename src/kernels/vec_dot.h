@@ -1,8 +1,8 @@
-// The innermost loops: dot products of one stored row with one activation row
-// and the axpy of attention, one table per KernelPath. Each routine performs a
-// fixed sequence of floating-point operations that depends only on n, which is
-// what makes matmul and attention batch-invariant. Paths differ from each
-// other in rounding only.
+// The innermost loops: dot products of one stored row with one activation row,
+// one table per KernelPath. Each routine performs a fixed sequence of
+// floating-point operations that depends only on n, which is what makes
+// matmul and attention batch-invariant. Paths differ from each other in
+// rounding only.
 #pragma once
 
 #include <cstddef>
@@ -69,11 +69,8 @@ struct VecKernels {
   TileFn tile_f32, tile_q8_0, tile_q4_0, tile_q4_k, tile_q5_k, tile_q6_k;
   // The F16 and BF16 weights' panel tiles (see PanelTileFn).
   PanelTileFn panel_f16, panel_bf16;
-  // y[i] += a * v[i] for v stored as f32 / f16.
-  void (*axpy_f32)(float a, const std::byte* v, float* y, std::size_t n);
-  void (*axpy_f16)(float a, const std::byte* v, float* y, std::size_t n);
-  // dst[i] = the f16 value v[i] as f32. Exact on every path, so a dot or axpy
-  // over the converted row gives bitwise what the f16 form gives on the raw one:
+  // dst[i] = the f16 value v[i] as f32. Exact on every path, so a dot over
+  // the converted row gives bitwise what the f16 form gives on the raw one:
   // attention converts a K/V row once and reuses it for several queries.
   void (*f16_to_f32_row)(const std::byte* v, float* dst, std::size_t n);
   // The n / 32 Q8_0 blocks of a row of activations, bitwise what

@@ -158,17 +158,6 @@ void dot4_q4_0(const std::byte* w, const std::byte* xq, std::size_t x_stride, st
   block_dot<4, sizeof(BlockQ4_0)>(w, xq, x_stride, n, out, unpack_q4);
 }
 
-template <class Load>
-void lane_axpy(float a, const std::byte* v, float* y, std::size_t n, Load load) {
-  const __m256 va = _mm256_set1_ps(a);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, load(v + i * Load::kBytes), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * load.scalar(v + i * Load::kBytes);
-}
-
-void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF32{}); }
-void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) { lane_axpy(a, v, y, n, LoadF16{}); }
 void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, LoadF16{}(v + 2 * i));
@@ -252,8 +241,6 @@ const VecKernels& avx2_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .panel_f16 = panel_f16,
                                 .panel_bf16 = panel_bf16,
-                                .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,
                                 .quantize_q8_0_row = quantize_q8_0_row};
   return k;

@@ -142,16 +142,6 @@ constexpr int kPanelRegP = 1, kPanelRegX = 6, kPanelRegP1 = 3;
 constexpr PanelTileFn panel_f16 = panel_tile<Neon4, PanelF16, kPanelRegP, kPanelRegX, kPanelRegP1>;
 constexpr PanelTileFn panel_bf16 = panel_tile<Neon4, PanelBf16, kPanelRegP, kPanelRegX, kPanelRegP1>;
 
-// y[i] = fma(a, v[i], y[i]) in the lanes and in the tail alike.
-template <float32x4_t (*Load)(const std::byte*), float (*Scalar)(const std::byte*), std::size_t kBytes>
-void lane_axpy(float a, const std::byte* v, float* y, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_n_f32(vld1q_f32(y + i), Load(v + i * kBytes), a));
-  for (; i < n; ++i) y[i] = std::fma(a, Scalar(v + i * kBytes), y[i]);
-}
-constexpr auto axpy_f32 = lane_axpy<load_f32x4, read_f32_element, 4>;
-constexpr auto axpy_f16 = lane_axpy<f16x4_to_f32, read_f16_element, 2>;
-
 void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -213,8 +203,6 @@ const VecKernels& neon_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .panel_f16 = panel_f16,
                                 .panel_bf16 = panel_bf16,
-                                .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,
                                 .quantize_q8_0_row = quantize_q8_0_row};
   return k;

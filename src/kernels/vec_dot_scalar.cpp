@@ -191,12 +191,6 @@ void dot4(const std::byte* w, const std::byte* xq, std::size_t x_stride, std::si
   for (std::size_t r = 0; r < 4; ++r) out[r] = Dot(w, xq + r * x_stride, n);
 }
 
-void axpy_f32(float a, const std::byte* v, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f32(v, i);
-}
-void axpy_f16(float a, const std::byte* v, float* y, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) y[i] += a * load_f16(v, i);
-}
 void f16_to_f32_row(const std::byte* v, float* dst, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) dst[i] = load_f16(v, i);
 }
@@ -225,8 +219,6 @@ const VecKernels& scalar_vec_kernels() {
                                 .tile_q6_k = nullptr,
                                 .panel_f16 = panel_float<load_f16>,
                                 .panel_bf16 = panel_float<load_bf16>,
-                                .axpy_f32 = axpy_f32,
-                                .axpy_f16 = axpy_f16,
                                 .f16_to_f32_row = f16_to_f32_row,
                                 .quantize_q8_0_row = quantize_q8_0_row};
   return k;

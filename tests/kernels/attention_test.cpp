@@ -390,8 +390,8 @@ TEST(Attention, WriteKvStoresEachHeadAtItsOffsetOnly) {
   }
 }
 
-// The f16 dot and axpy of the SIMD paths against the scalar reference, on the
-// same stored K/V: close, not necessarily bitwise.
+// The attention of the SIMD paths against the scalar reference, on the same
+// stored K/V: close, not necessarily bitwise.
 TEST(Attention, SimdPathsAgreeWithScalar) {
   for (KvTypes type : kTypePairs) {
     const Scenario sc(type, head_dims(type).back(), 4);

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/kernel_test_support.h"
 #include "kernels/matmul.h"
 #include "kernels/numerics.h"
@@ -72,32 +73,34 @@ void expect_same_matmul_bits(KernelPath a, KernelPath b) {
   }
 }
 
+// The paths of one family exist on one architecture each, so each test is
+// built where its paths are (a CPU of that architecture may still lack the
+// wider of the two, and then skips).
+#if CLM_ARCH_X86_64
 // Avx512 and Avx512Vnni share a family: every weight type's products agree
 // bit for bit (the integer sums are exact on either route).
 TEST(Numerics, PathsOfOneFamilyComputeTheSameBits) {
   if (!kernel_path_supported(KernelPath::Avx512Vnni)) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   expect_same_matmul_bits(KernelPath::Avx512, KernelPath::Avx512Vnni);
 }
+#endif
+
+#if CLM_ARCH_AARCH64
 
 // Neon and NeonDot share a family: smull + sadalp and sdot reach the same
 // exact integers. Every AArch64 CPU that has the dot-product extension runs
 // this (qemu-aarch64's default CPU, a Cortex-A76); one without it (a
 // Cortex-A53) cannot run NeonDot at all.
 TEST(Numerics, NeonAndNeonDotComputeTheSameBits) {
-#if CLM_ARCH_AARCH64
   EXPECT_EQ(kernel_numerics_id(KernelPath::Neon), kernel_numerics_id(KernelPath::NeonDot));
   if (!kernel_path_supported(KernelPath::NeonDot)) GTEST_SKIP() << "this CPU has no dot-product extension (asimddp)";
   expect_same_matmul_bits(KernelPath::Neon, KernelPath::NeonDot);
-#else
-  GTEST_SKIP() << "NEON paths exist in AArch64 builds only";
-#endif
 }
 
 // The same at the level of the kernels, on the bytes that stress the integer
 // routes: Q8_0 weights of -128 and +127 against activations of +-127, random
 // Q4_0 / Q8_0 rows, every dot and dot4 at an odd and an even block count.
 TEST(Numerics, NeonAndNeonDotQuantDotsAgreeOnExtremeBytes) {
-#if CLM_ARCH_AARCH64
   if (!kernel_path_supported(KernelPath::NeonDot)) GTEST_SKIP() << "this CPU has no dot-product extension (asimddp)";
   const VecKernels& a = vec_kernels(KernelPath::Neon);
   const VecKernels& b = vec_kernels(KernelPath::NeonDot);
@@ -132,10 +135,8 @@ TEST(Numerics, NeonAndNeonDotQuantDotsAgreeOnExtremeBytes) {
       }
     }
   }
-#else
-  GTEST_SKIP() << "NEON paths exist in AArch64 builds only";
-#endif
 }
+#endif  // CLM_ARCH_AARCH64
 
 }  // namespace
 }  // namespace clm
