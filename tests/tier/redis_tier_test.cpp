@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "support/redis_server.h"
-#include "tier/entry_codec.h"
 #include "support/tier_entries.h"
+#include "support/time_scale.h"
+#include "tier/entry_codec.h"
 
 namespace clm {
 namespace {
@@ -20,6 +22,9 @@ using test::RedisServer;
 using test::small_tier_geometry;
 
 constexpr uint64_t kFingerprint = 0x5eed;
+// The socket deadline, and a pause of Redis well past it.
+const double kTimeout = 0.2 * test::time_scale();
+const int kPauseMs = static_cast<int>(1500 * test::time_scale());
 
 std::string as_string(const std::vector<std::byte>& bytes) {
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -34,8 +39,8 @@ struct Harness {
     RedisTierOptions o;
     o.address = *parse_redis_url(server.url());
     o.ttl_s = ttl_s;
-    o.command_timeout_s = 0.2;
-    o.connect_timeout_s = 0.2;
+    o.command_timeout_s = kTimeout;
+    o.connect_timeout_s = kTimeout;
     o.breaker_cooldown_s = 30.0;
     o.clock = [this] { return now; };
     auto t = RedisTier::open(o, kFingerprint, small_tier_geometry());
@@ -168,22 +173,22 @@ TEST(RedisTier, ASlowRedisTimesOutOnceThenIsSkipped) {
   const TierEntry e = chain_entries(kFingerprint, 1)[0];
   ASSERT_TRUE(h.tier->put(e));
   ASSERT_TRUE(h.tier->get(e.key));  // the lookup connection is open
-  // Every client's commands wait for 1.5 s: longer than the 0.2 s timeout.
-  ASSERT_EQ(h.server.command({"CLIENT", "PAUSE", "1500", "ALL"}), "OK");
+  // Every client's commands wait for the pause: 7.5 times the timeout.
+  ASSERT_EQ(h.server.command({"CLIENT", "PAUSE", std::to_string(kPauseMs), "ALL"}), "OK");
   auto t0 = std::chrono::steady_clock::now();
   EXPECT_FALSE(h.tier->get(e.key));
   const double first = seconds_since(t0);
-  EXPECT_GE(first, 0.15);
-  EXPECT_LT(first, 1.2) << "not the 1.5 s pause";
+  EXPECT_GE(first, 0.75 * kTimeout);
+  EXPECT_LT(first, 6 * kTimeout) << "not the whole pause";
   EXPECT_EQ(h.tier->breaker_state(), "open");
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 10; ++i) {
     EXPECT_FALSE(h.tier->get(e.key));
     EXPECT_EQ(h.tier->exists(std::vector<BlockKey>{e.key}), 0u);
   }
-  EXPECT_LT(seconds_since(t0), 1.0) << "skipped, not timed out again (20 timeouts would take 4 s)";
+  EXPECT_LT(seconds_since(t0), 5 * kTimeout) << "skipped, not timed out again (20 timeouts would take 20 of them)";
   EXPECT_EQ(h.tier->breaker().failures(), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the pause ends
+  std::this_thread::sleep_for(std::chrono::milliseconds(kPauseMs));  // the pause ends
   h.now += 31.0;
   EXPECT_TRUE(h.tier->get(e.key));
   EXPECT_EQ(h.tier->breaker_state(), "closed");
