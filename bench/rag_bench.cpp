@@ -46,23 +46,23 @@ int round_up(int n, int block) { return (n + block - 1) / block * block; }
 
 Result<std::unique_ptr<Engine>> make_engine(const RagBenchOptions& o) {
   EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
+  eo.load.model_path = o.model_path;
+  eo.load.n_threads = o.n_threads;
+  eo.pool.block_size = o.block_size;
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.scheduler.max_running = 1;
   // The pool holds the system prompt and every chunk (each starts a block of
   // its own) beside the running request with its generated tokens, plus a
   // block of slack per drawn chunk, so that nothing a plan could use is
   // evicted. The pool is sized from n_ctx, which also caps one sequence far
   // above the request.
   const int request = o.system_tokens + o.chunks * o.chunk_tokens + o.question_tokens + o.agree_tokens;
-  eo.n_ctx = round_up(o.system_tokens, o.block_size) + o.pool * round_up(o.chunk_tokens, o.block_size) +
+  eo.scheduler.n_ctx = round_up(o.system_tokens, o.block_size) + o.pool * round_up(o.chunk_tokens, o.block_size) +
              round_up(request, o.block_size) + (o.chunks + 1) * o.block_size;
-  eo.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
-  eo.reuse.lead = o.reuse_lead;
-  eo.reuse.blend_ratio = o.blend.ratio;
-  eo.reuse.blend_adaptive = o.blend.adaptive;
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
+  eo.scheduler.reuse.lead = o.reuse_lead;
+  eo.scheduler.reuse.blend_ratio = o.blend.ratio;
+  eo.scheduler.reuse.blend_adaptive = o.blend.adaptive;
   return Engine::create(eo);
 }
 

@@ -62,14 +62,14 @@ Result<TierFactory> redis_tier(const std::string& url) {
 
 Result<std::unique_ptr<Engine>> make_engine(const RestoreBenchOptions& o, std::vector<TierFactory> tiers) {
   EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
-  eo.n_ctx = o.prefix_tokens + o.suffix_tokens + o.agree_tokens + 2 * o.block_size;
-  eo.reuse.mode = ReuseMode::Prefix;
-  eo.tiers = std::move(tiers);
+  eo.load.model_path = o.model_path;
+  eo.load.n_threads = o.n_threads;
+  eo.pool.block_size = o.block_size;
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.scheduler.max_running = 1;
+  eo.scheduler.n_ctx = o.prefix_tokens + o.suffix_tokens + o.agree_tokens + 2 * o.block_size;
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;
+  eo.tiers.factories = std::move(tiers);
   return Engine::create(eo);
 }
 

@@ -63,16 +63,16 @@ Result<ReuseScenarioResult> run_scenario(Engine& engine, const ReuseBenchOptions
 
 Result<std::unique_ptr<Engine>> make_engine(const ReuseBenchOptions& o, int longest_prompt) {
   EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
+  eo.load.model_path = o.model_path;
+  eo.load.n_threads = o.n_threads;
+  eo.pool.block_size = o.block_size;
+  eo.scheduler.max_batch_tokens = o.max_batch_tokens;
+  eo.scheduler.max_running = 1;
   // The pool holds the cached conversation and the running changed prompt
   // side by side, so that nothing the plan could use is evicted.
-  eo.n_ctx = 2 * (longest_prompt + o.agree_tokens + 2 * o.block_size);
-  eo.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
-  eo.reuse.lead = o.reuse_lead;
+  eo.scheduler.n_ctx = 2 * (longest_prompt + o.agree_tokens + 2 * o.block_size);
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
+  eo.scheduler.reuse.lead = o.reuse_lead;
   return Engine::create(eo);
 }
 

@@ -51,13 +51,13 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
   // the pool of each holds one full context (nothing is reused).
   auto engine_for = [&](KvTypes types, const Engine* first) {
     EngineOptions eo;
-    eo.model_path = o.model_path;
-    eo.n_ctx = n_ctx;
-    eo.n_threads = o.n_threads;
-    eo.kv_types = types;
-    eo.block_size = o.block_size;
-    eo.max_running = 1;
-    if (first) eo.known_fingerprint = first->fingerprint();
+    eo.load.model_path = o.model_path;
+    eo.scheduler.n_ctx = n_ctx;
+    eo.load.n_threads = o.n_threads;
+    eo.pool.kv_types = types;
+    eo.pool.block_size = o.block_size;
+    eo.scheduler.max_running = 1;
+    if (first) eo.load.weights.known_fingerprint = first->fingerprint();
     return Engine::create(eo);
   };
   auto reference = engine_for(o.reference, nullptr);

@@ -216,19 +216,19 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   const int n_vocab = config.n_vocab;
 
   EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_ctx = n_ctx;
-  eo.n_threads = o.n_threads;
-  eo.kv_types = o.kv_types;
-  eo.block_size = o.block_size;
-  eo.max_running = 1;
-  eo.reuse.mode = ReuseMode::Blend;  // each request names its mode
-  eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
-  eo.reuse.blend_layer = o.blend_layer;
-  eo.reuse.block_strategy = o.block_strategy;
+  eo.load.model_path = o.model_path;
+  eo.scheduler.n_ctx = n_ctx;
+  eo.load.n_threads = o.n_threads;
+  eo.pool.kv_types = o.kv_types;
+  eo.pool.block_size = o.block_size;
+  eo.scheduler.max_running = 1;
+  eo.scheduler.reuse.mode = ReuseMode::Blend;  // each request names its mode
+  eo.scheduler.reuse.min_reuse_tokens = o.min_reuse_tokens;
+  eo.scheduler.reuse.blend_layer = o.blend_layer;
+  eo.scheduler.reuse.block_strategy = o.block_strategy;
   const std::size_t block_bytes = kv_bytes_per_token(config, o.kv_types) * static_cast<std::size_t>(o.block_size);
   const std::size_t blocks = blocks_needed(cases, o.greedy_tokens, o.block_size, n_ctx);
-  eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
+  eo.pool.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
 
   // The lead is an engine setting: one engine per lead that a variant uses.
   std::vector<LoadedEngine> engines;
@@ -236,8 +236,8 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     for (auto& e : engines)
       if (e.lead == lead) return e.engine.get();
     EngineOptions with = eo;
-    with.reuse.lead = lead;
-    if (!engines.empty()) with.known_fingerprint = engines.front().engine->fingerprint();
+    with.scheduler.reuse.lead = lead;
+    if (!engines.empty()) with.load.weights.known_fingerprint = engines.front().engine->fingerprint();
     auto e = Engine::create(with);
     if (!e) return std::unexpected(e.error());
     engines.push_back({lead, std::move(*e)});
@@ -260,7 +260,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   result.variants = variants;
   result.summary.resize(variants.size());
   const PrefillFlops flops(config);
-  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
+  const int probe_layer = std::clamp(eo.scheduler.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
   const double probe_cost_32 = (probe_layer + flops.v_share_of_layer()) / 32.0;
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
