@@ -24,9 +24,9 @@ Status time_to_first_token(Model& model, ThreadPool& threads, const DialogueBenc
   const Tokenizer& tok = model.tokenizer();
   const int total = 1 + o.history_tokens + o.question_tokens;
   RigOptions ro;
-  ro.block_size = o.block_size;
-  ro.max_batch_tokens = o.max_batch_tokens;
-  ro.n_blocks = static_cast<std::size_t>(4 * (total / o.block_size + 2));
+  ro.block_size = o.engine.pool.block_size;
+  ro.max_batch_tokens = o.engine.scheduler.max_batch_tokens;
+  ro.n_blocks = static_cast<std::size_t>(4 * (total / o.engine.pool.block_size + 2));
   ro.max_running = 4;
   auto rig = make_scheduler_rig(model, threads, ro);
   if (!rig) return std::unexpected(rig.error());
@@ -63,22 +63,22 @@ Result<SessionRun> run_sessions(Model& model, ThreadPool& threads, const Dialogu
   plan.user_tokens = o.user_tokens;
   plan.reply_tokens = o.reply_tokens;
   plan.share = share;
-  plan.block_size = o.block_size;
-  plan.max_batch_tokens = o.max_batch_tokens;
+  plan.block_size = o.engine.pool.block_size;
+  plan.max_batch_tokens = o.engine.scheduler.max_batch_tokens;
   return drive_sessions(model, threads, plan);
 }
 
 Result<DialogueBenchResult> run_dialogue_bench(const DialogueBenchOptions& o) {
   if (o.history_tokens < 1 || o.question_tokens < 1 || o.sessions < 1 || o.system_tokens < 2 || o.turns < 1 ||
-      o.user_tokens < 1 || o.reply_tokens < 1 || o.repetitions < 1 || o.block_size < 1)
+      o.user_tokens < 1 || o.reply_tokens < 1 || o.repetitions < 1 || o.engine.pool.block_size < 1)
     return fail("bench dialogue: every size must be positive");
-  auto model = Model::load(o.model_path);
+  auto model = Model::load(o.engine.load.model_path);
   if (!model) return fail(model.error().message);
-  ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
+  ThreadPool threads(o.engine.load.n_threads > 0 ? o.engine.load.n_threads : hardware_threads());
   DialogueBenchResult r;
-  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
+  r.model = std::filesystem::path(o.engine.load.model_path).filename().string();  // no machine path in reports
   const ModelConfig& c = (*model)->config();
-  r.block_bytes = KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, KvType::F16}.block_bytes();
+  r.block_bytes = KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.engine.pool.block_size, KvType::F16}.block_bytes();
 
   std::fprintf(stderr, "bench dialogue (a): %d-token history + %d-token question, %d repetitions\n",
                o.history_tokens, o.question_tokens, o.repetitions);
@@ -106,7 +106,7 @@ nlohmann::json session_json(const SessionRun& s, std::size_t block_bytes) {
 
 nlohmann::json to_json(const DialogueBenchOptions& o, const DialogueBenchResult& r) {
   return {{"model", r.model},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"ttft",
            {{"history_tokens", o.history_tokens},
             {"question_tokens", o.question_tokens},

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_options.h"
 #include "bench_stats.h"
 #include "session_driver.h"
 #include "util/error.h"
@@ -19,10 +20,9 @@
 namespace clm {
 
 struct DialogueBenchOptions {
-  std::string model_path;
-  int n_threads = 0;
-  int block_size = 32;
-  int max_batch_tokens = 512;
+  // The model, threads, KV block size and batch size (clmcache bench's
+  // shared flags); the benchmark sets the rest of the engine itself.
+  EngineOptions engine;
   // (a)
   int history_tokens = 842;
   int question_tokens = 28;

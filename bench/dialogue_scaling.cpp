@@ -15,22 +15,22 @@ Result<DialogueScalingResult> run_dialogue_scaling(const DialogueBenchOptions& o
   for (int n : session_counts)
     if (n < 1) return fail("bench dialogue --scaling: session counts must be positive");
   DialogueScalingResult r;
-  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
+  r.model = std::filesystem::path(o.engine.load.model_path).filename().string();  // no machine path in reports
 
   ModelBenchOptions mo;
-  mo.model_path = o.model_path;
+  mo.model_path = o.engine.load.model_path;
   mo.n_prompt = 32;
   mo.n_gen = 0;
-  mo.n_threads = o.n_threads;
+  mo.n_threads = o.engine.load.n_threads;
   mo.repetitions = 3;
   std::fprintf(stderr, "bench dialogue --scaling: the 32-token prefill rate\n");
   auto pp = run_model_bench(mo);
   if (!pp) return std::unexpected(pp.error());
   r.prefill32_tokens_per_s = pp->pp_tokens_per_s.median;
 
-  auto model = Model::load(o.model_path);
+  auto model = Model::load(o.engine.load.model_path);
   if (!model) return fail(model.error().message);
-  ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
+  ThreadPool threads(o.engine.load.n_threads > 0 ? o.engine.load.n_threads : hardware_threads());
   for (int n : session_counts) {
     std::fprintf(stderr, "bench dialogue --scaling: %d sessions sharing a %d-token system prompt\n", n,
                  o.system_tokens);
@@ -56,7 +56,7 @@ nlohmann::json to_json(const DialogueBenchOptions& o, const DialogueScalingResul
                     {"ttft_p50_ms", row.run.ttft_p50_s * 1e3},
                     {"ttft_p95_ms", row.run.ttft_p95_s * 1e3}});
   return {{"model", r.model},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"system_tokens", o.system_tokens},
           {"turns", o.turns},
           {"user_tokens", o.user_tokens},

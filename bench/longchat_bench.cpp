@@ -16,15 +16,15 @@ namespace {
 int blocks_of(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
 
 Status check(const LongchatBenchOptions& o) {
-  if (o.sessions < 1 || o.turns < 1 || o.reply_tokens < 1 || o.block_size < 1 || o.max_batch_tokens < 1 ||
-      o.growth < 2 || o.system_tokens < 2)
+  if (o.sessions < 1 || o.turns < 1 || o.reply_tokens < 1 || o.engine.pool.block_size < 1 ||
+      o.engine.scheduler.max_batch_tokens < 1 || o.growth < 2 || o.system_tokens < 2)
     return fail("bench longchat: sessions, turns, reply tokens and the block size must be positive, the growth at "
                 "least 2, the system prompt at least 2 tokens");
-  const int minimum = KvBudget::minimum_tokens(o.evict, o.block_size);
+  const int minimum = KvBudget::minimum_tokens(o.evict, o.engine.pool.block_size);
   if (o.kv_budget_tokens < minimum)
     return fail("bench longchat: a KV budget of " + std::to_string(o.kv_budget_tokens) +
                 " tokens is below the least the eviction policy needs with blocks of " +
-                std::to_string(o.block_size) + " (" + std::to_string(minimum) + ")");
+                std::to_string(o.engine.pool.block_size) + " (" + std::to_string(minimum) + ")");
   if (o.system_tokens >= o.kv_budget_tokens)
     return fail("bench longchat: the system prompt must be shorter than the KV budget");
   return {};
@@ -47,8 +47,8 @@ SessionPlan plan_of(const LongchatBenchOptions& o, int user_tokens, bool bounded
   plan.user_tokens = user_tokens;
   plan.reply_tokens = o.reply_tokens;
   plan.share = true;
-  plan.block_size = o.block_size;
-  plan.max_batch_tokens = o.max_batch_tokens;
+  plan.block_size = o.engine.pool.block_size;
+  plan.max_batch_tokens = o.engine.scheduler.max_batch_tokens;
   plan.kv_budget_tokens = bounded ? o.kv_budget_tokens : 0;
   plan.evict = o.evict;
   return plan;
@@ -68,22 +68,22 @@ Result<int> longchat_user_tokens(const LongchatBenchOptions& o) {
 }
 
 std::size_t longchat_bound_blocks(const LongchatBenchOptions& o) {
-  const auto per_sequence = static_cast<std::size_t>(blocks_of(o.kv_budget_tokens, o.block_size) + 1);
+  const auto per_sequence = static_cast<std::size_t>(blocks_of(o.kv_budget_tokens, o.engine.pool.block_size) + 1);
   return static_cast<std::size_t>(o.sessions) * per_sequence +
-         static_cast<std::size_t>(blocks_of(o.system_tokens, o.block_size));
+         static_cast<std::size_t>(blocks_of(o.system_tokens, o.engine.pool.block_size));
 }
 
 Result<LongchatBenchResult> run_longchat_bench(const LongchatBenchOptions& o) {
   if (auto ok = check(o); !ok) return std::unexpected(ok.error());
   auto user = longchat_user_tokens(o);
   if (!user) return std::unexpected(user.error());
-  auto model = Model::load(o.model_path);
+  auto model = Model::load(o.engine.load.model_path);
   if (!model) return fail(model.error().message);
-  ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
+  ThreadPool threads(o.engine.load.n_threads > 0 ? o.engine.load.n_threads : hardware_threads());
   LongchatBenchResult r;
-  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
+  r.model = std::filesystem::path(o.engine.load.model_path).filename().string();  // no machine path in reports
   const ModelConfig& c = (*model)->config();
-  r.block_bytes = KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.block_size, KvType::F16}.block_bytes();
+  r.block_bytes = KvGeometry{c.n_layers, c.n_kv_heads, c.head_dim, o.engine.pool.block_size, KvType::F16}.block_bytes();
   r.user_tokens = *user;
   r.target_tokens = o.growth * o.kv_budget_tokens;
   r.bound_blocks = longchat_bound_blocks(o);

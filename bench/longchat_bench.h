@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_options.h"
 #include "engine/evict_policy.h"
 #include "session_driver.h"
 #include "util/error.h"
@@ -23,10 +24,9 @@
 namespace clm {
 
 struct LongchatBenchOptions {
-  std::string model_path;
-  int n_threads = 0;
-  int block_size = 32;
-  int max_batch_tokens = 512;
+  // The model, threads, KV block size and batch size (clmcache bench's
+  // shared flags); the benchmark sets the rest of the engine itself.
+  EngineOptions engine;
   int sessions = 32;
   int kv_budget_tokens = 256;  // per sequence, in the bounded run
   int growth = 4;              // each conversation grows to this many times the budget

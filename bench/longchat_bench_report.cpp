@@ -44,7 +44,7 @@ nlohmann::json to_json(const LongchatBenchOptions& o, const LongchatBenchResult&
   const SessionRun& b = r.bounded;
   const SessionRun& u = r.unbounded;
   return {{"model", r.model},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"sessions", o.sessions},
           {"turns", o.turns},
           {"system_tokens", o.system_tokens},

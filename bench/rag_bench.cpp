@@ -45,24 +45,21 @@ void add(ReuseCounts& sum, const ReuseCounts& c) {
 int round_up(int n, int block) { return (n + block - 1) / block * block; }
 
 Result<std::unique_ptr<Engine>> make_engine(const RagBenchOptions& o) {
-  EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
+  EngineOptions eo = o.engine;
+  eo.scheduler.max_running = 1;
   // The pool holds the system prompt and every chunk (each starts a block of
   // its own) beside the running request with its generated tokens, plus a
   // block of slack per drawn chunk, so that nothing a plan could use is
   // evicted. The pool is sized from n_ctx, which also caps one sequence far
   // above the request.
   const int request = o.system_tokens + o.chunks * o.chunk_tokens + o.question_tokens + o.agree_tokens;
-  eo.n_ctx = round_up(o.system_tokens, o.block_size) + o.pool * round_up(o.chunk_tokens, o.block_size) +
-             round_up(request, o.block_size) + (o.chunks + 1) * o.block_size;
-  eo.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
-  eo.reuse.lead = o.reuse_lead;
-  eo.reuse.blend_ratio = o.blend.ratio;
-  eo.reuse.blend_adaptive = o.blend.adaptive;
+  const int block = o.engine.pool.block_size;
+  eo.scheduler.n_ctx = round_up(o.system_tokens, block) + o.pool * round_up(o.chunk_tokens, block) +
+                       round_up(request, block) + (o.chunks + 1) * block;
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
+  eo.scheduler.reuse.lead = o.reuse_lead;
+  eo.scheduler.reuse.blend_ratio = o.blend.ratio;
+  eo.scheduler.reuse.blend_adaptive = o.blend.adaptive;
   return Engine::create(eo);
 }
 
@@ -82,7 +79,8 @@ double RagBenchResult::flops_share(ReuseMode m) const {
 }
 
 Result<RagBenchResult> run_rag_bench(const RagBenchOptions& o) {
-  if (o.repetitions < 1 || o.block_size < 1 || o.max_batch_tokens < 1 || o.reuse_lead < 0 || o.agree_tokens < 1)
+  if (o.repetitions < 1 || o.engine.pool.block_size < 1 || o.engine.scheduler.max_batch_tokens < 1 ||
+      o.reuse_lead < 0 || o.agree_tokens < 1)
     return fail("bench rag: repetitions, block size, batch and agreement tokens must be positive, the lead not negative");
   if (!(o.blend.ratio >= 0.0f && o.blend.ratio <= 1.0f)) return fail("bench rag: --blend-ratio must be in [0, 1]");
   const RagPromptSizes sizes{.system_tokens = o.system_tokens,
@@ -97,7 +95,7 @@ Result<RagBenchResult> run_rag_bench(const RagBenchOptions& o) {
   if (!corpus) return std::unexpected(corpus.error());
 
   RagBenchResult r;
-  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
+  r.model = std::filesystem::path(o.engine.load.model_path).filename().string();  // no machine path in reports
   r.n_threads = static_cast<int>(e.threads().size());
   r.warm_tokens = o.system_tokens + o.pool * o.chunk_tokens;
   std::array<std::vector<double>, kRagModes.size()> ttft;

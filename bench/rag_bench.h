@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_options.h"
 #include "bench_stats.h"
 #include "cache/reuse_plan.h"
 #include "util/error.h"
@@ -23,10 +24,9 @@
 namespace clm {
 
 struct RagBenchOptions {
-  std::string model_path;
-  int n_threads = 0;
-  int block_size = 32;
-  int max_batch_tokens = 512;
+  // The model, threads, KV block size and batch size (clmcache bench's
+  // shared flags); the benchmark sets the rest of the engine itself.
+  EngineOptions engine;
   int system_tokens = 100;   // BOS included
   int chunks = 6;            // K, drawn per request
   int chunk_tokens = 300;    // C

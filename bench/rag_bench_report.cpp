@@ -31,7 +31,7 @@ nlohmann::json to_json(const RagBenchOptions& o, const RagBenchResult& r) {
                                              {"greedy_agree_with_off", m.greedy_agree}};
   return {{"model", r.model},
           {"threads", r.n_threads},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"system_tokens", o.system_tokens},
           {"chunks", o.chunks},
           {"chunk_tokens", o.chunk_tokens},

@@ -61,15 +61,11 @@ Result<TierFactory> redis_tier(const std::string& url) {
 }
 
 Result<std::unique_ptr<Engine>> make_engine(const RestoreBenchOptions& o, std::vector<TierFactory> tiers) {
-  EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
-  eo.n_ctx = o.prefix_tokens + o.suffix_tokens + o.agree_tokens + 2 * o.block_size;
-  eo.reuse.mode = ReuseMode::Prefix;
-  eo.tiers = std::move(tiers);
+  EngineOptions eo = o.engine;
+  eo.scheduler.max_running = 1;
+  eo.scheduler.n_ctx = o.prefix_tokens + o.suffix_tokens + o.agree_tokens + 2 * o.engine.pool.block_size;
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;
+  eo.tiers.factories = std::move(tiers);
   return Engine::create(eo);
 }
 
@@ -146,9 +142,11 @@ Result<RestorePair> alternate(const RestoreBenchOptions& o, const std::function<
 
 // Runs this program again as the other server of part (b).
 Status spawn_writer(const RestoreBenchOptions& o, const std::string& url) {
-  const std::vector<std::string> args = {o.self_exe, "bench", "restore", "--write-redis", url, "-m", o.model_path,
-                                         "-t", std::to_string(o.n_threads), "--block-size", std::to_string(o.block_size),
-                                         "--batch", std::to_string(o.max_batch_tokens), "--prefix-tokens",
+  const EngineOptions& e = o.engine;
+  const std::vector<std::string> args = {o.self_exe, "bench", "restore", "--write-redis", url, "-m", e.load.model_path,
+                                         "-t", std::to_string(e.load.n_threads), "--block-size",
+                                         std::to_string(e.pool.block_size), "--batch",
+                                         std::to_string(e.scheduler.max_batch_tokens), "--prefix-tokens",
                                          std::to_string(o.prefix_tokens), "--suffix-tokens",
                                          std::to_string(o.suffix_tokens), "--agree", std::to_string(o.agree_tokens),
                                          // Its K/V must be this path's to be a hit here.
@@ -174,14 +172,14 @@ Status run_restore_writer(const RestoreBenchOptions& o, const std::string& redis
 }
 
 Result<RestoreBenchResult> run_restore_bench(const RestoreBenchOptions& o) {
-  if (o.repetitions < 1 || o.block_size < 1 || o.max_batch_tokens < 1 || o.agree_tokens < 1 || o.suffix_tokens < 1 ||
-      o.prefix_tokens < o.block_size + 2)
+  if (o.repetitions < 1 || o.engine.pool.block_size < 1 || o.engine.scheduler.max_batch_tokens < 1 ||
+      o.agree_tokens < 1 || o.suffix_tokens < 1 || o.prefix_tokens < o.engine.pool.block_size + 2)
     return fail("bench restore: repetitions, block size, batch, suffix and agreement tokens must be positive, and the "
                 "prefix longer than a block");
   WorkDir work;
   if (work.path.empty()) return fail("bench restore: cannot create a temporary directory");
   RestoreBenchResult result;
-  result.model = fs::path(o.model_path).filename().string();  // no machine path in reports
+  result.model = fs::path(o.engine.load.model_path).filename().string();  // no machine path in reports
   result.prompt_tokens = o.prefix_tokens + o.suffix_tokens;
 
   const std::string disk = work.path + "/disk";

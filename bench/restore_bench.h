@@ -16,17 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_options.h"
 #include "bench_stats.h"
 #include "util/error.h"
 
 namespace clm {
 
 struct RestoreBenchOptions {
-  std::string model_path;
+  // The model, threads, KV block size and batch size (clmcache bench's
+  // shared flags); the benchmark sets the rest of the engine itself.
+  EngineOptions engine;
   std::string self_exe;       // this program, run again as the other server of part (b)
-  int n_threads = 0;
-  int block_size = 32;
-  int max_batch_tokens = 512;
   int prefix_tokens = 2000;   // computed by the first engine, BOS included
   int suffix_tokens = 8;      // the new request adds these
   int repetitions = 3;

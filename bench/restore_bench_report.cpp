@@ -32,7 +32,7 @@ std::string row(const char* what, const RestorePair& p, double target, int agree
 nlohmann::json to_json(const RestoreBenchOptions& o, const RestoreBenchResult& r) {
   return {{"model", r.model},
           {"threads", r.n_threads},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"prefix_tokens", o.prefix_tokens},
           {"prompt_tokens", r.prompt_tokens},
           {"repetitions", o.repetitions},

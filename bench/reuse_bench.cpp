@@ -62,17 +62,13 @@ Result<ReuseScenarioResult> run_scenario(Engine& engine, const ReuseBenchOptions
 }
 
 Result<std::unique_ptr<Engine>> make_engine(const ReuseBenchOptions& o, int longest_prompt) {
-  EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_threads = o.n_threads;
-  eo.block_size = o.block_size;
-  eo.max_batch_tokens = o.max_batch_tokens;
-  eo.max_running = 1;
+  EngineOptions eo = o.engine;
+  eo.scheduler.max_running = 1;
   // The pool holds the cached conversation and the running changed prompt
   // side by side, so that nothing the plan could use is evicted.
-  eo.n_ctx = 2 * (longest_prompt + o.agree_tokens + 2 * o.block_size);
-  eo.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
-  eo.reuse.lead = o.reuse_lead;
+  eo.scheduler.n_ctx = 2 * (longest_prompt + o.agree_tokens + 2 * o.engine.pool.block_size);
+  eo.scheduler.reuse.mode = ReuseMode::Prefix;  // each request names its own mode
+  eo.scheduler.reuse.lead = o.reuse_lead;
   return Engine::create(eo);
 }
 
@@ -88,7 +84,8 @@ double ReuseScenarioResult::ratio_to_off(ReuseMode m) const {
 }
 
 Result<ReuseBenchResult> run_reuse_bench(const ReuseBenchOptions& o) {
-  if (o.repetitions < 1 || o.block_size < 1 || o.max_batch_tokens < 1 || o.reuse_lead < 0 || o.agree_tokens < 1)
+  if (o.repetitions < 1 || o.engine.pool.block_size < 1 || o.engine.scheduler.max_batch_tokens < 1 ||
+      o.reuse_lead < 0 || o.agree_tokens < 1)
     return fail("bench reuse: repetitions, block size, batch and agreement tokens must be positive, the lead not negative");
   // The longest prompt is the one with text inserted.
   auto engine = make_engine(o, o.prompt_tokens + o.edit_tokens);
@@ -99,7 +96,7 @@ Result<ReuseBenchResult> run_reuse_bench(const ReuseBenchOptions& o) {
       {{"edit", &prompts->edit}, {"insert", &prompts->insert}, {"delete", &prompts->erase}}};
 
   ReuseBenchResult r;
-  r.model = std::filesystem::path(o.model_path).filename().string();  // no machine path in reports
+  r.model = std::filesystem::path(o.engine.load.model_path).filename().string();  // no machine path in reports
   r.n_threads = static_cast<int>((*engine)->threads().size());
   r.insert_at = prompts->insert_at;
   for (const Scenario& sc : scenarios) {
@@ -113,7 +110,8 @@ Result<ReuseBenchResult> run_reuse_bench(const ReuseBenchOptions& o) {
 }
 
 Status dump_reuse_prompts(const ReuseBenchOptions& o, const std::string& path) {
-  auto model = Model::load(o.model_path, LoadOptions{.load = FileLoad::Map, .on_progress = {}, .prefault = false});
+  auto model =
+      Model::load(o.engine.load.model_path, LoadOptions{.load = FileLoad::Map, .on_progress = {}, .prefault = false});
   if (!model) return fail(model.error().message);
   auto prompts = make_reuse_prompts((*model)->tokenizer(), o.prompt_tokens, o.edit_tokens);
   if (!prompts) return std::unexpected(prompts.error());

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/engine_options.h"
 #include "bench_stats.h"
 #include "cache/reuse_plan.h"
 #include "util/error.h"
@@ -20,10 +21,9 @@
 namespace clm {
 
 struct ReuseBenchOptions {
-  std::string model_path;
-  int n_threads = 0;
-  int block_size = 32;
-  int max_batch_tokens = 512;
+  // The model, threads, KV block size and batch size (clmcache bench's
+  // shared flags); the benchmark sets the rest of the engine itself.
+  EngineOptions engine;
   int prompt_tokens = 2000;  // the cached conversation, BOS included
   int edit_tokens = 100;     // tokens replaced, inserted or deleted
   int repetitions = 5;

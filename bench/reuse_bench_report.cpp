@@ -36,7 +36,7 @@ nlohmann::json to_json(const ReuseBenchOptions& o, const ReuseBenchResult& r) {
   }
   return {{"model", r.model},
           {"threads", r.n_threads},
-          {"block_size", o.block_size},
+          {"block_size", o.engine.pool.block_size},
           {"base_tokens", o.prompt_tokens},
           {"edit_tokens", o.edit_tokens},
           {"repetitions", o.repetitions},

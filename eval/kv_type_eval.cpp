@@ -41,7 +41,7 @@ Result<std::vector<std::vector<float>>> forced_rows(Engine& engine, const std::v
 
 Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const ReuseCaseSet& set) {
   if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
-  auto inputs = load_eval_inputs(o.model_path, set, o.n_ctx, o.greedy_tokens);
+  auto inputs = load_eval_inputs(o.engine.load.model_path, set, o.n_ctx, o.greedy_tokens);
   if (!inputs) return std::unexpected(inputs.error());
   const int n_ctx = inputs->n_ctx;
   const std::vector<TokenizedCase>& cases = inputs->cases;
@@ -50,14 +50,11 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
   // Two engines on one set of weights, differing only in their K/V types;
   // the pool of each holds one full context (nothing is reused).
   auto engine_for = [&](KvTypes types, const Engine* first) {
-    EngineOptions eo;
-    eo.model_path = o.model_path;
-    eo.n_ctx = n_ctx;
-    eo.n_threads = o.n_threads;
-    eo.kv_types = types;
-    eo.block_size = o.block_size;
-    eo.max_running = 1;
-    if (first) eo.known_fingerprint = first->fingerprint();
+    EngineOptions eo = o.engine;
+    eo.scheduler.n_ctx = n_ctx;
+    eo.pool.kv_types = types;
+    eo.scheduler.max_running = 1;
+    if (first) eo.load.weights.known_fingerprint = first->fingerprint();
     return Engine::create(eo);
   };
   auto reference = engine_for(o.reference, nullptr);
@@ -66,7 +63,7 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
   if (!tested) return std::unexpected(tested.error());
 
   KvTypeEvalResult r;
-  r.model = o.model_path;
+  r.model = o.engine.load.model_path;
   r.case_set = set.name;
   r.reference = kv_types_text(o.reference);
   r.tested = kv_types_text(o.tested);

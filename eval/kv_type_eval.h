@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distribution_metrics.h"
+#include "engine/engine_options.h"
 #include "kernels/kv_type.h"
 #include "reuse_cases.h"
 #include "util/error.h"
@@ -22,13 +23,13 @@
 namespace clm {
 
 struct KvTypeEvalOptions {
-  std::string model_path;
+  // The model, threads and block size; the evaluation sets the context and
+  // each engine's K/V types.
+  EngineOptions engine;
   KvTypes reference = KvType::F16;
   KvTypes tested = KvType::Q8_0;
   int greedy_tokens = 32;  // the continuation when a case has no reference text
   int n_ctx = 0;           // 0: the model's training context
-  int n_threads = 0;       // 0: all hardware threads
-  int block_size = 32;
   std::function<void(std::size_t, std::size_t)> on_case;  // after each case (index, total)
 };
 

@@ -208,27 +208,21 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
 
   // The tokenizer and shapes first, so a case that does not fit fails before
   // any engine is built.
-  auto inputs = load_eval_inputs(o.model_path, set, o.n_ctx, o.greedy_tokens);
+  auto inputs = load_eval_inputs(o.engine.load.model_path, set, o.n_ctx, o.greedy_tokens);
   if (!inputs) return std::unexpected(inputs.error());
   const ModelConfig& config = inputs->config;
   const int n_ctx = inputs->n_ctx;
   const std::vector<TokenizedCase>& cases = inputs->cases;
   const int n_vocab = config.n_vocab;
 
-  EngineOptions eo;
-  eo.model_path = o.model_path;
-  eo.n_ctx = n_ctx;
-  eo.n_threads = o.n_threads;
-  eo.kv_types = o.kv_types;
-  eo.block_size = o.block_size;
-  eo.max_running = 1;
-  eo.reuse.mode = ReuseMode::Blend;  // each request names its mode
-  eo.reuse.min_reuse_tokens = o.min_reuse_tokens;
-  eo.reuse.blend_layer = o.blend_layer;
-  eo.reuse.block_strategy = o.block_strategy;
-  const std::size_t block_bytes = kv_bytes_per_token(config, o.kv_types) * static_cast<std::size_t>(o.block_size);
-  const std::size_t blocks = blocks_needed(cases, o.greedy_tokens, o.block_size, n_ctx);
-  eo.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
+  EngineOptions eo = o.engine;
+  eo.scheduler.n_ctx = n_ctx;
+  eo.scheduler.max_running = 1;
+  eo.scheduler.reuse.mode = ReuseMode::Blend;  // each request names its mode
+  const std::size_t block_bytes =
+      kv_bytes_per_token(config, o.engine.pool.kv_types) * static_cast<std::size_t>(o.engine.pool.block_size);
+  const std::size_t blocks = blocks_needed(cases, o.greedy_tokens, o.engine.pool.block_size, n_ctx);
+  eo.pool.kv_memory_mb = (blocks * block_bytes + (std::size_t{1} << 20) - 1) / (std::size_t{1} << 20) + 1;
 
   // The lead is an engine setting: one engine per lead that a variant uses.
   std::vector<LoadedEngine> engines;
@@ -236,8 +230,8 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     for (auto& e : engines)
       if (e.lead == lead) return e.engine.get();
     EngineOptions with = eo;
-    with.reuse.lead = lead;
-    if (!engines.empty()) with.known_fingerprint = engines.front().engine->fingerprint();
+    with.scheduler.reuse.lead = lead;
+    if (!engines.empty()) with.load.weights.known_fingerprint = engines.front().engine->fingerprint();
     auto e = Engine::create(with);
     if (!e) return std::unexpected(e.error());
     engines.push_back({lead, std::move(*e)});
@@ -248,19 +242,19 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
   if (!base) return std::unexpected(base.error());
 
   ReuseEvalResult result;
-  result.model = o.model_path;
+  result.model = o.engine.load.model_path;
   result.case_set = set.name;
   result.case_set_description = set.description;
-  result.kv_type = kv_types_text(o.kv_types);
+  result.kv_type = kv_types_text(o.engine.pool.kv_types);
   result.n_vocab = n_vocab;
   result.n_ctx = n_ctx;
-  result.block_size = o.block_size;
-  result.min_reuse_tokens = o.min_reuse_tokens;
+  result.block_size = o.engine.pool.block_size;
+  result.min_reuse_tokens = o.engine.scheduler.reuse.min_reuse_tokens;
   result.greedy_tokens = o.greedy_tokens;
   result.variants = variants;
   result.summary.resize(variants.size());
   const PrefillFlops flops(config);
-  const int probe_layer = std::clamp(eo.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
+  const int probe_layer = std::clamp(eo.scheduler.reuse.blend_layer, 1, std::max(1, config.n_layers - 1));
   const double probe_cost_32 = (probe_layer + flops.v_share_of_layer()) / 32.0;
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -272,7 +266,7 @@ Result<ReuseEvalResult> run_reuse_eval(const ReuseEvalOptions& o, const ReuseCas
     cr.note = spec.note;
     for (const auto& w : c.warm) cr.warm_tokens.push_back(static_cast<int>(w.size()));
     cr.ask_tokens = static_cast<int>(c.ask.size());
-    const std::vector<bool> unchanged = unchanged_tokens(c.ask, c.warm, o.min_reuse_tokens);
+    const std::vector<bool> unchanged = unchanged_tokens(c.ask, c.warm, o.engine.scheduler.reuse.min_reuse_tokens);
     cr.unchanged_tokens = static_cast<int>(std::count(unchanged.begin(), unchanged.end(), true));
     cr.full_flops = flops.full(cr.ask_tokens);
 

@@ -14,6 +14,7 @@
 
 #include "cache/kv_pool.h"
 #include "cache/reuse_plan.h"
+#include "engine/engine_options.h"
 #include "distribution_metrics.h"
 #include "reuse_cases.h"
 #include "util/error.h"
@@ -29,20 +30,17 @@ struct ReuseVariant {
 };
 
 struct ReuseEvalOptions {
-  std::string model_path;
+  // The model, threads, KV types, block size and the reuse settings every
+  // variant shares (min_reuse_tokens, blend_layer, block_strategy); the
+  // evaluation sets the context, the pool and each variant's mode and lead.
+  EngineOptions engine;
   std::vector<ReuseMode> modes = {ReuseMode::Off, ReuseMode::Prefix, ReuseMode::Shift};
   std::vector<int> leads;  // one shift variant per lead; empty: the engine's default lead
   // One blend variant per (lead, share); empty shares: the engine's default.
   std::vector<int> blend_leads = {0};
-  int blend_layer = ReuseOptions{}.blend_layer;
   std::vector<BlendChoice> blend_ratios;
-  KvTypes kv_types;
   int greedy_tokens = 32;  // greedy continuation length, and the reference when a case has none
   int n_ctx = 0;           // 0: the model's training context
-  int n_threads = 0;       // 0: all hardware threads
-  int block_size = 32;
-  int min_reuse_tokens = ReuseOptions{}.min_reuse_tokens;
-  BlockStrategy block_strategy = ReuseOptions{}.block_strategy;  // of every shift and blend variant
   // Called after each case (index, total), e.g. for progress on stderr.
   std::function<void(std::size_t, std::size_t)> on_case;
 };

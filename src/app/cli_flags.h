@@ -33,8 +33,8 @@ void add_sampler_flags(CLI::App& cmd, SamplerParams& params);
 
 // Resolves the model (see model_source.h) and builds the engine; with
 // show_progress, a progress bar on stderr for slow loads.
-Result<std::unique_ptr<Engine>> open_engine(const EngineFlags& flags, bool show_progress);
+Result<std::unique_ptr<Engine>> open_engine(const EngineFlags& flags, bool show_progress, EngineDeps deps = {});
 // open_engine with the bar, for the CLI: errors are printed; nullptr on failure.
-std::unique_ptr<Engine> load_engine(const EngineFlags& flags);
+std::unique_ptr<Engine> load_engine(const EngineFlags& flags, EngineDeps deps = {});
 
 }  // namespace clm

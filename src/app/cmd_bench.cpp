@@ -87,6 +87,17 @@ int report(const Options& options, const Results& results, const std::string& fo
   return 0;
 }
 
+// The engine flags of the benchmarks that build their own engine or
+// scheduler (dialogue, longchat, reuse, rag, restore): the same names, checks
+// and help in each; the benchmark sets the rest of `o` itself.
+void add_bench_engine_flags(CLI::App& cmd, EngineOptions& o,
+                            const std::string& block_size_help = "tokens per KV block") {
+  cmd.add_option("-m,--model", o.load.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
+  cmd.add_option("-t,--threads", o.load.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd.add_option("--block-size", o.pool.block_size, block_size_help)->check(CLI::Range(1, 4096));
+  cmd.add_option("--batch", o.scheduler.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+}
+
 // Fills an empty model path with the default benchmark model.
 bool resolve_bench_model(std::string& model_path) {
   if (!model_path.empty()) return true;
@@ -100,7 +111,7 @@ bool resolve_bench_model(std::string& model_path) {
 }
 
 int bench_dialogue(DialogueBenchFlags& f) {
-  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!resolve_bench_model(f.options.engine.load.model_path)) return 1;
   if (!f.scaling.empty()) {
     auto r = run_dialogue_scaling(f.options, f.scaling);
     if (!r) {
@@ -126,7 +137,7 @@ struct LongchatBenchFlags {
 // Prints the report; fails (after it) when the bounded run broke its bound
 // or a conversation fell short of its target: what the benchmark asserts.
 int bench_longchat(LongchatBenchFlags& f) {
-  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!resolve_bench_model(f.options.engine.load.model_path)) return 1;
   auto r = run_longchat_bench(f.options);
   if (!r) {
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
@@ -155,7 +166,7 @@ struct ReuseBenchFlags {
 };
 
 int bench_reuse(ReuseBenchFlags& f) {
-  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!resolve_bench_model(f.options.engine.load.model_path)) return 1;
   if (!f.dump_prompts.empty()) {
     if (auto ok = dump_reuse_prompts(f.options, f.dump_prompts); !ok) {
       std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
@@ -188,7 +199,7 @@ int bench_rag(RagBenchFlags& f) {
     }
     f.options.blend = *choice;
   }
-  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!resolve_bench_model(f.options.engine.load.model_path)) return 1;
   auto r = run_rag_bench(f.options);
   if (!r) {
     std::fprintf(stderr, "clmcache: %s\n", r.error().message.c_str());
@@ -206,7 +217,7 @@ struct RestoreBenchFlags {
 };
 
 int bench_restore(RestoreBenchFlags& f) {
-  if (!resolve_bench_model(f.options.model_path)) return 1;
+  if (!resolve_bench_model(f.options.engine.load.model_path)) return 1;
   if (!f.write_redis.empty()) {
     if (auto ok = run_restore_writer(f.options, f.write_redis); !ok) {
       std::fprintf(stderr, "clmcache: %s\n", ok.error().message.c_str());
@@ -267,10 +278,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   auto df = std::make_shared<DialogueBenchFlags>();
   DialogueBenchOptions& d = df->options;
   CLI::App* dialogue = bench->add_subcommand("dialogue", "prefix-cache reuse in conversations: TTFT and shared KV memory");
-  dialogue->add_option("-m,--model", d.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
-  dialogue->add_option("-t,--threads", d.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
-  dialogue->add_option("--block-size", d.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
-  dialogue->add_option("--batch", d.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  add_bench_engine_flags(*dialogue, d.engine);
   dialogue->add_option("--history", d.history_tokens, "(a) history tokens")->check(CLI::Range(1, 1 << 20));
   dialogue->add_option("--question", d.question_tokens, "(a) question tokens")->check(CLI::Range(1, 1 << 20));
   dialogue->add_option("-r,--repetitions", d.repetitions, "(a) cold/warm pairs")->check(CLI::Range(1, 1000));
@@ -293,11 +301,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   LongchatBenchOptions& lo = lf->options;
   CLI::App* longchat = bench->add_subcommand(
       "longchat", "conversations outgrowing their KV budget: peak KV, throughput and TTFT against unbounded contexts");
-  longchat->add_option("-m,--model", lo.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
-  longchat->add_option("-t,--threads", lo.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
-  longchat->add_option("--block-size", lo.block_size, "tokens per KV block (and per eviction block)")
-      ->check(CLI::Range(1, 4096));
-  longchat->add_option("--batch", lo.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  add_bench_engine_flags(*longchat, lo.engine, "tokens per KV block (and per eviction block)");
   longchat->add_option("--sessions", lo.sessions, "concurrent conversations")->check(CLI::Range(1, 4096));
   longchat->add_option("--turns", lo.turns, "user turns per conversation")->check(CLI::Range(1, 1000));
   longchat->add_option("--kv-budget-tokens", lo.kv_budget_tokens, "each sequence's KV budget in the bounded run")
@@ -325,10 +329,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   ReuseBenchOptions& ro = rf->options;
   CLI::App* reuse =
       bench->add_subcommand("reuse", "non-prefix reuse: TTFT of an edited, extended or shortened cached conversation");
-  reuse->add_option("-m,--model", ro.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
-  reuse->add_option("-t,--threads", ro.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
-  reuse->add_option("--block-size", ro.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
-  reuse->add_option("--batch", ro.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  add_bench_engine_flags(*reuse, ro.engine);
   reuse->add_option("--tokens", ro.prompt_tokens, "tokens of the cached conversation, BOS included")
       ->check(CLI::Range(3, 1 << 20));
   reuse->add_option("--edit", ro.edit_tokens, "tokens replaced at the start, inserted in the middle, deleted at the start")
@@ -349,10 +350,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   RagBenchOptions& go = gf->options;
   CLI::App* rag = bench->add_subcommand(
       "rag", "RAG prompts: TTFT of shuffled precomputed document chunks with reuse off, prefix, shift and blend");
-  rag->add_option("-m,--model", go.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
-  rag->add_option("-t,--threads", go.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
-  rag->add_option("--block-size", go.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
-  rag->add_option("--batch", go.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  add_bench_engine_flags(*rag, go.engine);
   rag->add_option("--system-tokens", go.system_tokens, "tokens of the system prompt, BOS included")
       ->check(CLI::Range(2, 1 << 20));
   rag->add_option("--chunks", go.chunks, "chunks drawn per request (K)")->check(CLI::Range(1, 4096));
@@ -374,10 +372,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   RestoreBenchOptions& so = sf->options;
   CLI::App* restore = bench->add_subcommand(
       "restore", "a prefix restored from the disk tier after a restart, and shared through Redis, vs recomputed");
-  restore->add_option("-m,--model", so.model_path, "GGUF model (default: a synthetic 110M Q8_0 llama)");
-  restore->add_option("-t,--threads", so.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
-  restore->add_option("--block-size", so.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
-  restore->add_option("--batch", so.max_batch_tokens, "tokens per forward call")->check(CLI::Range(1, 1 << 16));
+  add_bench_engine_flags(*restore, so.engine);
   restore->add_option("--prefix-tokens", so.prefix_tokens, "tokens the first server computes, BOS included")
       ->check(CLI::Range(3, 1 << 20));
   restore->add_option("--suffix-tokens", so.suffix_tokens, "tokens the measured request adds to the prefix")

@@ -78,7 +78,8 @@ int eval_reuse(ReuseEvalFlags& f) {
     f.options.blend_ratios.push_back(*b);
   }
   // CLI11 has checked the name.
-  f.options.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
+  ReuseOptions& reuse = f.options.engine.scheduler.reuse;
+  reuse.block_strategy = parse_block_strategy(f.block_strategy).value_or(ReuseOptions{}.block_strategy);
   auto cases = load_reuse_cases(f.cases_path);
   if (!cases) return eval_failed(cases.error(), false);
   f.options.on_case = case_progress("eval reuse");
@@ -205,7 +206,7 @@ void register_eval_kv_type(CLI::App* eval, int& exit_code) {
       "kv-type", "KL divergence, top-1 agreement and NLL of one K/V type against another, teacher-forced on a cases file");
   kv->add_option("--cases", kf->cases_path, "cases file (JSON; the asks and references of docs/QUALITY.md's sets)")
       ->required();
-  kv->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  kv->add_option("-m,--model", o.engine.load.model_path, "GGUF model file")->required();
   kv->add_option_function<std::string>(
         "--reference", [&o](const std::string& v) { o.reference = parse_kv_type(v).value_or(KvType::F16); },
         "K/V type of the reference, for K and V")
@@ -215,7 +216,7 @@ void register_eval_kv_type(CLI::App* eval, int& exit_code) {
   kv->add_option("--greedy-tokens", o.greedy_tokens, "continuation length when a case has no reference text")
       ->check(CLI::Range(1, 1 << 16));
   kv->add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's)")->check(CLI::Range(0, 1 << 24));
-  kv->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  kv->add_option("-t,--threads", o.engine.load.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   kv->add_option("-o,--output", kf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   kv->callback([kf, &exit_code] { exit_code = eval_kv_type(*kf); });
 }
@@ -231,12 +232,13 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   CLI::App* reuse = eval->add_subcommand(
       "reuse", "KL divergence and top-1 agreement of reuse modes against a full recompute, on a cases file");
   reuse->add_option("--cases", rf->cases_path, "cases file (JSON; see docs/QUALITY.md)")->required();
-  reuse->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  reuse->add_option("-m,--model", o.engine.load.model_path, "GGUF model file")->required();
   reuse->add_option("--modes", rf->modes, "reuse modes to compare (off, prefix, shift, blend)")->delimiter(',');
   reuse->add_option("--blend-ratios", rf->blend_ratios,
                     "blend: shares of the copied tokens recomputed (or auto); a list sweeps")
       ->delimiter(',');
-  reuse->add_option("--blend-layer", o.blend_layer, "blend: the layer whose V deviation picks the tokens")
+  reuse->add_option("--blend-layer", o.engine.scheduler.reuse.blend_layer,
+                    "blend: the layer whose V deviation picks the tokens")
       ->check(CLI::Range(1, 1 << 16));
   reuse->add_option("--blend-lead", o.blend_leads, "blend: the lead of its spans; a list sweeps")
       ->delimiter(',')
@@ -244,19 +246,20 @@ void register_eval_command(CLI::App& app, int& exit_code) {
   reuse->add_option("--reuse-lead", o.leads, "shift: tokens recomputed at the start of each span; a list sweeps")
       ->delimiter(',')
       ->check(CLI::Range(0, 1 << 16));
-  reuse->add_option("--min-reuse", o.min_reuse_tokens, "shift: shortest span reused, in tokens")
+  reuse->add_option("--min-reuse", o.engine.scheduler.reuse.min_reuse_tokens,
+                    "shift: shortest span reused, in tokens")
       ->check(CLI::Range(1, 1 << 16));
   reuse->add_option("--block-strategy", rf->block_strategy,
                     "shift and blend: token (any span of the same block type), semantic (whole blocks only) or "
                     "session (the exact prefix only)")
       ->check(CLI::IsMember({"token", "semantic", "session"}));
-  add_kv_type_flags(*reuse, o.kv_types);
+  add_kv_type_flags(*reuse, o.engine.pool.kv_types);
   reuse->add_option("--greedy-tokens", o.greedy_tokens,
                     "greedy continuation length (the reference continuation when a case has none)")
       ->check(CLI::Range(1, 1 << 16));
   reuse->add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's)")->check(CLI::Range(0, 1 << 24));
-  reuse->add_option("--block-size", o.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
-  reuse->add_option("-t,--threads", o.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
+  reuse->add_option("--block-size", o.engine.pool.block_size, "tokens per KV block")->check(CLI::Range(1, 4096));
+  reuse->add_option("-t,--threads", o.engine.load.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   reuse->add_option("-o,--output", rf->format, "md or json")->check(CLI::IsMember({"md", "json"}));
   reuse->add_option("--json", rf->json_path, "also write the results as JSON to this file");
   reuse->callback([rf, &exit_code] { exit_code = eval_reuse(*rf); });

@@ -43,7 +43,7 @@ int run(const RunFlags& f) {
     prompt = std::move(*text);
   }
   EngineFlags engine_flags = f.engine;
-  engine_flags.options.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch
+  engine_flags.options.scheduler.max_batch_tokens = f.prefill_chunk;  // one request: its chunks are the whole batch
   auto engine = load_engine(engine_flags);
   if (!engine) return 1;
   const Tokenizer& tok = engine->model().tokenizer();

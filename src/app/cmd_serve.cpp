@@ -91,6 +91,7 @@ int serve(ServeFlags& f) {
   // Opened before the engine, whose cache tells it of its first state (all
   // blocks cleared), and closed after it.
   std::unique_ptr<KvEventPublisher> kv_events;
+  EngineDeps deps;
   if (!f.kv_events.endpoint.empty()) {
     auto opened = KvEventPublisher::open(f.kv_events);
     if (!opened) {
@@ -98,13 +99,13 @@ int serve(ServeFlags& f) {
       return 1;
     }
     kv_events = std::move(*opened);
-    sf.engine.options.kv_events = kv_events.get();
+    deps.kv_events = kv_events.get();
     const KvEventCounters bound = kv_events->counters();
     std::fprintf(stderr, "clmcache: KV events on %s (topic '%s')%s%s\n", bound.endpoint.c_str(), bound.topic.c_str(),
                  bound.replay_endpoint.empty() ? "" : ", replay on ", bound.replay_endpoint.c_str());
   }
 
-  auto engine = load_engine(sf.engine);
+  auto engine = load_engine(sf.engine, deps);
   if (!engine) return 1;
   auto renderer = load_chat_renderer(sf.chat, engine->model().file(), engine->model().tokenizer());
   if (!renderer) return 1;

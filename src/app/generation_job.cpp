@@ -55,10 +55,10 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
     job->prompt_text_ = tok.decode(job->prompt_);
   }
   const std::string param = r.endpoint == ApiEndpoint::Chat ? "messages" : "prompt";
-  const int n_ctx = ctx.engine.options().n_ctx;
+  const int n_ctx = ctx.engine.options().scheduler.n_ctx;
   // With a KV budget the sequence forgets as it goes: the context does not
   // bound it (the prompt's bytes still do).
-  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().kv_budget_tokens);
+  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().scheduler.kv_budget_tokens);
   if (r.prompt_ids.empty()) {
     // Tokenizing stops once the prompt cannot fit, so a long one costs what
     // the context would, not its length.

@@ -24,7 +24,7 @@ void register_info_routes(RouteTable& routes, ServerContext& ctx) {
                   {"created", ctx.created_unix_s},
                   {"owned_by", "clmcache"},
                   {"meta",
-                   {{"n_ctx", ctx.engine.options().n_ctx},
+                   {{"n_ctx", ctx.engine.options().scheduler.n_ctx},
                     {"n_vocab", ctx.engine.model().tokenizer().n_vocab()},
                     {"n_layer", config.n_layers},
                     {"chat_format", std::string(ctx.chat.name())}}}};

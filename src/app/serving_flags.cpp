@@ -25,12 +25,12 @@ void add_serving_flags(CLI::App& cmd, ServingFlags& f) {
   add_engine_flags(cmd, f.engine);
   add_batch_flag(cmd, f.engine);
   add_sampler_flags(cmd, f.sampler);
-  cmd.add_option("--max-queued", f.engine.options.max_queued, "requests waiting for room before 429s")
+  cmd.add_option("--max-queued", f.engine.options.scheduler.max_queued, "requests waiting for room before 429s")
       ->check(CLI::Range(1, 1 << 20));
   ServerOptions& s = f.server;
   cmd.add_option("--session-timeout", s.session_timeout_s, "seconds a session_id's last turn is remembered for reuse")
       ->check(CLI::Range(0.0, 1e9));
-  cmd.add_option("--session-pin-max-share", f.engine.options.session_pin_max_share,
+  cmd.add_option("--session-pin-max-share", f.engine.options.scheduler.session_pins.max_share,
                  "most of the KV pool sessions may pin (0..1); beyond it the least recently used session is "
                  "unpinned (0: sessions pin nothing)")
       ->check(CLI::Range(0.0, 1.0))
@@ -51,8 +51,9 @@ Status check_serving_flags(const ServingFlags& f) {
 
 void fit_server_options(ServingFlags& f, Engine& engine) {
   RequestDefaults& d = f.server.defaults;
-  const EngineOptions& o = engine.options();
-  d.model_id = model_id_of(o.model_path);
+  const EngineOptions& options = engine.options();
+  const SchedulerOptions& o = options.scheduler;
+  d.model_id = model_id_of(options.load.model_path);
   d.sampler = f.sampler;
   const TierFlags& tiers = f.engine.tiers;
   f.server.disk = {tiers.disk_cache, tiers.disk_cache_max_gb, tiers.min_free_space_gb};

@@ -15,24 +15,25 @@ double steady_seconds() {
 }
 }  // namespace
 
-KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOptions options)
+KvCacheManager::KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOptions options, CacheDeps deps)
     : pool_(pool),
       fingerprint_(model_fingerprint),
-      options_(std::move(options)),
+      options_(options),
+      deps_(std::move(deps)),
       block_size_(pool.geometry().block_size),
       meta_(pool.n_blocks()),
       eviction_(pool.n_blocks(), options_.hot_after_hits),
       block_tokens_(pool.n_blocks() * static_cast<std::size_t>(pool.geometry().block_size)),
       block_labels_(block_tokens_.size()),
       generation_(pool.n_blocks(), 0) {
-  if (!options_.clock) options_.clock = steady_seconds;
-  if (!options_.key_function) options_.key_function = block_key;
+  if (!deps_.clock) deps_.clock = steady_seconds;
+  if (!deps_.key_function) deps_.key_function = block_key;
   // A fresh pool holds nothing: whatever a listener learned from an
   // earlier run of this instance is gone.
-  if (options_.events) options_.events->publish(cleared_event());
+  if (deps_.events) deps_.events->publish(cleared_event());
 }
 
-double KvCacheManager::now() const { return options_.clock(); }
+double KvCacheManager::now() const { return deps_.clock(); }
 
 std::span<const int32_t> KvCacheManager::stored_tokens(BlockId id) const {
   return std::span<const int32_t>(block_tokens_)
@@ -41,7 +42,7 @@ std::span<const int32_t> KvCacheManager::stored_tokens(BlockId id) const {
 }
 
 BlockKey KvCacheManager::key_of(BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) const {
-  const BlockKey key = options_.key_function(parent, tokens, context);
+  const BlockKey key = deps_.key_function(parent, tokens, context);
   return key == kNoKey ? 1 : key;
 }
 
@@ -206,8 +207,8 @@ void KvCacheManager::commit(CachedSequence& seq) {
     register_block(id, key, parent, parent_block, tokens, seq.context.cache_namespace);
     label_block(id, seq, b);
     ++counters_.blocks_ever_cached;
-    if (options_.observer)
-      options_.observer->block_computed({key, parent, tokens, std::span<const int32_t>(positions).subspan(b * bs, bs),
+    if (deps_.observer)
+      deps_.observer->block_computed({key, parent, tokens, std::span<const int32_t>(positions).subspan(b * bs, bs),
                                          std::span<const std::byte>(pool_.block_data(id), pool_.geometry().block_bytes())});
   }
 }
@@ -224,9 +225,9 @@ void KvCacheManager::register_block(BlockId id, BlockKey key, BlockKey parent_ke
   link_cached(id, parent_block, tokens);
   if (tokens.size() != static_cast<std::size_t>(block_size_)) return;
   ++n_prefix_blocks_;
-  if (options_.observer) options_.observer->block_resident(key);
-  if (options_.events)
-    options_.events->publish(stored_event(kRamMedium, key, parent_key, {tokens.begin(), tokens.end()}));
+  if (deps_.observer) deps_.observer->block_resident(key);
+  if (deps_.events)
+    deps_.events->publish(stored_event(kRamMedium, key, parent_key, {tokens.begin(), tokens.end()}));
 }
 
 void KvCacheManager::register_span_block(BlockId id, BlockId parent_block, std::span<const int32_t> tokens,
@@ -385,9 +386,9 @@ void KvCacheManager::unregister(BlockId id) {
       index_.erase(it);
       if (m.n_tokens == block_size_) {
         --n_prefix_blocks_;
-        if (options_.observer) options_.observer->block_gone(m.key);
-        if (options_.events)
-          options_.events->publish(removed_event(kRamMedium, {m.key}));
+        if (deps_.observer) deps_.observer->block_gone(m.key);
+        if (deps_.events)
+          deps_.events->publish(removed_event(kRamMedium, {m.key}));
       }
     }
     for (auto [first, last] = children_.equal_range(m.parent); first != last; ++first) {

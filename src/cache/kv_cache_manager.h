@@ -18,8 +18,8 @@
 
 #include "cache/block_key.h"
 #include "cache/block_table.h"
-#include "cache/cache_observer.h"
-#include "cache/kv_event.h"
+#include "cache/cache_deps.h"
+#include "cache/cache_options.h"
 #include "cache/cache_stats.h"
 #include "cache/eviction_order.h"
 #include "cache/kv_landing.h"
@@ -27,40 +27,9 @@
 #include "cache/reuse_plan.h"
 #include "cache/span_index.h"
 #include "cache/token_label.h"
-#include "kernels/rope_shift.h"
 #include "util/error.h"
-#include "util/thread_pool.h"
 
 namespace clm {
-
-struct CacheOptions {
-  bool prefix_caching = true;
-  // Also reuse the leading tokens of a cached block that continues the
-  // prompt only partly, by copying them (see match_prefix).
-  bool partial_block_reuse = true;
-  // An idle cached block hit this many times lives on the hot level, which
-  // is evicted only when the normal level is empty.
-  uint32_t hot_after_hits = 2;
-  // Idle cached blocks unused for longer are dropped by sweep_expired(); 0 = never.
-  double ttl_seconds = 0.0;
-  // Seconds on a monotonic clock; replaceable in tests.
-  std::function<double()> clock;
-  // Block identity; replaceable in tests to force hash collisions.
-  std::function<BlockKey(BlockKey, std::span<const int32_t>, const KeyContext&)> key_function;
-  // The model's RoPE, to re-rotate K of spans reused at another position
-  // (head_dim 0: shifting is unavailable and plans never contain spans).
-  RopeShiftParams rope;
-  // Copies of shifted spans are spread over these threads (null: the
-  // caller's thread alone). Never used while a forward pass runs on them.
-  ThreadPool* threads = nullptr;
-  // The storage tiers below RAM (tier/tier_set.h), told of computed and
-  // resident blocks; null: RAM only.
-  CacheObserver* observer = nullptr;
-  // Told of full exact blocks entering and leaving the RAM pool's prefix
-  // index (medium "cpu"), and of the empty cache at construction, for
-  // routers that track what each instance holds; null: nobody listens.
-  KvEventSink* events = nullptr;
-};
 
 // One live sequence's KV: its block table, the keys of its leading full
 // blocks that are registered in (or were attached from) the prefix index,
@@ -104,7 +73,7 @@ enum class ApplyStatus : uint8_t {
 
 class KvCacheManager {
  public:
-  KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOptions options = {});
+  KvCacheManager(KvPool& pool, uint64_t model_fingerprint, CacheOptions options = {}, CacheDeps deps = {});
 
   KvPool& pool() { return pool_; }
   const KvPool& pool() const { return pool_; }
@@ -295,6 +264,7 @@ class KvCacheManager {
   KvPool& pool_;
   uint64_t fingerprint_;
   CacheOptions options_;
+  CacheDeps deps_;
   int block_size_;
   std::vector<Meta> meta_;            // [n_blocks]
   EvictionOrder eviction_;            // the idle cached leaves, in the order they go

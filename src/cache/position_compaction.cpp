@@ -62,7 +62,7 @@ int32_t KvCacheManager::compact_positions(CachedSequence& seq) {
       while (e < hi && e - positions[static_cast<std::size_t>(e)] == delta) ++e;
       if (delta != 0) {
         const int32_t row = s - static_cast<int32_t>(b) * bs;
-        move_kv_rows(g, {data, row, data, row, e - s}, options_.rope, make_rope_shift_table(options_.rope, delta));
+        move_kv_rows(g, {data, row, data, row, e - s}, deps_.rope, make_rope_shift_table(deps_.rope, delta));
         for (int32_t i = s; i < e; ++i) t.move_position(i, i);
       }
       s = e;

@@ -167,7 +167,7 @@ void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
     skip -= drop;
     if (left == 0) continue;
     const int32_t delta = dst - (piece.src_pos + (src - piece.offset));
-    tables.push_back(make_rope_shift_table(options_.rope, delta));
+    tables.push_back(make_rope_shift_table(deps_.rope, delta));
     while (left > 0) {  // one run per destination block
       const int32_t dst_row = dst % g.block_size;
       const int32_t n = std::min(left, g.block_size - dst_row);
@@ -182,11 +182,11 @@ void KvCacheManager::copy_span(const ReuseSpan& span, BlockTable& t) {
   auto run = [&](std::size_t begin, std::size_t end) {
     for (std::size_t j = begin; j < end; ++j) {
       const Job& job = jobs[j];
-      move_kv_rows(g, {job.src_block, job.src, job.dst_block, job.dst_row, job.n}, options_.rope, tables[job.table]);
+      move_kv_rows(g, {job.src_block, job.src, job.dst_block, job.dst_row, job.n}, deps_.rope, tables[job.table]);
     }
   };
-  if (options_.threads != nullptr && jobs.size() > 1)
-    options_.threads->parallel_for(jobs.size(), run);
+  if (deps_.threads != nullptr && jobs.size() > 1)
+    deps_.threads->parallel_for(jobs.size(), run);
   else
     run(0, jobs.size());
 }

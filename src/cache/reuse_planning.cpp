@@ -35,7 +35,7 @@ ReusePlan KvCacheManager::plan(std::span<const int32_t> prompt, uint64_t cache_n
   const int32_t reusable = std::clamp(options.reuse_before, 0, std::max(n - 1, 0));
   const bool reuse = options_.prefix_caching && options.mode != ReuseMode::Off && reusable > 0;
   if (reuse) plan_prefix(p, prompt.first(static_cast<std::size_t>(reusable)), cache_namespace);
-  if (reuse && options.mode >= ReuseMode::Shift && options_.rope.head_dim > 0 &&
+  if (reuse && options.mode >= ReuseMode::Shift && deps_.rope.head_dim > 0 &&
       options.block_strategy != BlockStrategy::Session)
     plan_spans(p, prompt, reusable, cache_namespace, options, labels);
   int32_t at = p.prefix_tokens;

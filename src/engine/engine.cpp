@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <cstdio>
 
-#include "engine/kv_budget.h"
 #include "kernels/numerics.h"
 
 namespace clm {
@@ -15,28 +14,8 @@ std::size_t kv_bytes_per_token(const ModelConfig& c, KvTypes types) {
          (kv_row_bytes(types.k, c.head_dim) + kv_row_bytes(types.v, c.head_dim));
 }
 
-Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
-  if (options.n_ctx <= 0) return fail("context size must be positive");
-  if (options.block_size <= 0 || options.block_size > 4096) return fail("block size must be in 1..4096");
-  if (options.n_threads < 0) return fail("thread count must not be negative");
-  if (options.max_batch_tokens <= 0) return fail("max batch tokens must be positive");
-  if (options.max_running <= 0) return fail("max running sequences must be positive");
-  if (options.max_queued < 0) return fail("max queued requests must not be negative");
-  if (options.reuse.min_reuse_tokens < 1) return fail("min reuse tokens must be at least 1");
-  if (options.reuse.window < 0) return fail("reuse window must not be negative");
-  if (options.reuse.lead < 0) return fail("reuse lead must not be negative");
-  if (options.kv_budget_tokens < 0) return fail("kv budget must not be negative");
-  if (options.kv_budget_tokens > 0) {
-    // The same checks a request meets, once at start: a bad budget or
-    // protect rule is a startup error, not every request's.
-    if (auto b = KvBudget::create(options.kv_budget_tokens, options.evict, options.block_size); !b)
-      return fail("--kv-budget-tokens: " + b.error().message);
-  }
-  if (!(options.reuse.blend_ratio >= 0.0f && options.reuse.blend_ratio <= 1.0f))
-    return fail("blend ratio must be in [0, 1]");
-  if (options.reuse.blend_layer < 1) return fail("blend layer must be at least 1");
-  if (!(options.session_pin_max_share >= 0.0 && options.session_pin_max_share <= 1.0))
-    return fail("session pin share must be in [0, 1]");
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options, EngineDeps deps) {
+  if (auto checked = check_engine_options(options); !checked) return std::unexpected(checked.error());
 
   std::shared_ptr<const PromptTyper> typer = PromptTyper::with_default_rules();
   if (!options.split_rules.empty()) {
@@ -45,30 +24,27 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     typer = std::move(*loaded);
   }
 
+  const PoolOptions& po = options.pool;
+  const SchedulerOptions& so = options.scheduler;
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
-  LoadOptions load;
-  load.load = options.weight_load;
-  load.release_packed_file_bytes = true;
-  load.known_fingerprint = options.known_fingerprint;
-  load.on_progress = options.on_load_progress;
-  auto model = Model::load(options.model_path, load);
+  auto model = Model::load(options.load.model_path, options.load.weights);
   if (!model) return fail(model.error().message);
   e->model_ = std::move(*model);
   e->fingerprint_ = *e->model_->fingerprint();  // taken by the load, before it gave the file's bytes back
   e->cache_fingerprint_ =
-      clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()), options.kv_types);
+      clm::cache_fingerprint(e->fingerprint_, kernel_numerics_id(active_kernel_path()), po.kv_types);
 
   const ModelConfig& c = e->model_->config();
-  for (const auto& [flag, type] : {std::pair{"--cache-type-k", options.kv_types.k}, {"--cache-type-v", options.kv_types.v}})
+  for (const auto& [flag, type] : {std::pair{"--cache-type-k", po.kv_types.k}, {"--cache-type-v", po.kv_types.v}})
     if (const std::string why = kv_type_unsupported(type, c.head_dim); !why.empty())
       return fail(std::string(flag) + " " + std::string(kv_type_name(type)) + ": " + why);
   KvGeometry g;
   g.n_layers = c.n_layers;
   g.n_kv_heads = c.n_kv_heads;
   g.head_dim = c.head_dim;
-  g.block_size = options.block_size;
-  g.types = options.kv_types;
+  g.block_size = po.block_size;
+  g.types = po.kv_types;
   const auto blocks_of = [&](double tokens) {
     return static_cast<std::size_t>(std::ceil(tokens / static_cast<double>(g.block_size)));
   };
@@ -76,20 +52,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   // what the policy may keep beyond it (protected text up to protect_share)
   // and the blocks being filled, so that a budget near the context does not
   // end the sequence at a full pool.
-  std::size_t blocks_for_ctx = blocks_of(options.n_ctx);
-  if (options.kv_budget_tokens > 0)
-    blocks_for_ctx = std::max(blocks_for_ctx, blocks_of(options.kv_budget_tokens) +
-                                                  blocks_of(options.evict.protect_share * options.kv_budget_tokens) + 2);
-  const std::size_t blocks_for_memory =
-      options.kv_memory_mb > 0 ? KvPool::blocks_for_bytes(g, options.kv_memory_mb << 20) : 0;
-  auto pool = KvPool::create(g, options.kv_memory_mb > 0 ? blocks_for_memory : blocks_for_ctx);
+  std::size_t blocks_for_ctx = blocks_of(so.n_ctx);
+  if (so.kv_budget_tokens > 0)
+    blocks_for_ctx = std::max(blocks_for_ctx, blocks_of(so.kv_budget_tokens) +
+                                                  blocks_of(so.evict.protect_share * so.kv_budget_tokens) + 2);
+  const std::size_t blocks_for_memory = po.kv_memory_mb > 0 ? KvPool::blocks_for_bytes(g, po.kv_memory_mb << 20) : 0;
+  auto pool = KvPool::create(g, po.kv_memory_mb > 0 ? blocks_for_memory : blocks_for_ctx);
   if (!pool) return fail(pool.error().message);
   e->pool_ = std::move(*pool);
-  e->threads_ = std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads : hardware_threads());
+  e->threads_ = std::make_unique<ThreadPool>(options.load.n_threads > 0 ? options.load.n_threads : hardware_threads());
 
-  if (!options.tiers.empty()) {
+  if (!options.tiers.factories.empty()) {
     std::vector<std::unique_ptr<CacheTier>> tiers;
-    for (const TierFactory& open : options.tiers) {
+    for (const TierFactory& open : options.tiers.factories) {
       auto tier = open(e->cache_fingerprint_, g);
       if (tier) {
         tiers.push_back(std::move(*tier));
@@ -103,34 +78,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       e->unavailable_tiers_.push_back(tier.error().message);
     }
     if (!tiers.empty())
-      e->tiers_ =
-        std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g, options.tier_write_queue_mb << 20,
-                                           options.kv_events);
+      e->tiers_ = std::make_unique<TierSet>(std::move(tiers), e->cache_fingerprint_, g,
+                                            options.tiers.write_queue_mb << 20, deps.kv_events);
   }
-  CacheOptions cache;
-  cache.prefix_caching = options.prefix_cache;
-  cache.partial_block_reuse = options.partial_block_reuse;
-  cache.hot_after_hits = options.cache_hot_after_hits;
-  cache.ttl_seconds = options.cache_ttl_s;
-  cache.rope = rope_shift_params(e->model_->config());
-  cache.threads = e->threads_.get();
-  cache.observer = e->tiers_.get();
-  cache.events = options.kv_events;
-  e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->cache_fingerprint_, cache);
-  SchedulerOptions sched;
-  sched.max_batch_tokens = options.max_batch_tokens;
-  sched.max_running = options.max_running;
-  sched.max_queued = options.max_queued;
-  sched.n_ctx = options.n_ctx;
-  sched.reuse = options.reuse;
-  sched.typer = std::move(typer);
-  sched.tiers = e->tiers_.get();
-  sched.session_pins.max_share = options.session_pin_max_share;
-  sched.kv_budget_tokens = options.kv_budget_tokens;
-  sched.evict = options.evict;
-  sched.evict_positions = options.evict_positions;
-  if (!options.prefix_cache) sched.reuse.mode = ReuseMode::Off;
-  e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, sched);
+  CacheDeps cache_deps;
+  cache_deps.rope = rope_shift_params(c);
+  cache_deps.threads = e->threads_.get();
+  cache_deps.observer = e->tiers_.get();
+  cache_deps.events = deps.kv_events;
+  e->cache_ = std::make_unique<KvCacheManager>(*e->pool_, e->cache_fingerprint_, options.cache, std::move(cache_deps));
+  // Without a prefix cache nothing is reused, whatever the default mode.
+  SchedulerOptions sched = so;
+  if (!options.cache.prefix_caching) sched.reuse.mode = ReuseMode::Off;
+  e->scheduler_ = std::make_unique<Scheduler>(*e->model_, *e->cache_, *e->threads_, std::move(sched),
+                                              SchedulerDeps{std::move(typer), e->tiers_.get()});
   return e;
 }
 

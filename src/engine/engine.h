@@ -14,6 +14,8 @@
 
 #include "cache/kv_cache_manager.h"
 #include "cache/kv_pool.h"
+#include "engine/engine_deps.h"
+#include "engine/engine_options.h"
 #include "engine/scheduler.h"
 #include "engine/token_stream.h"
 #include "engine/stop_reason.h"
@@ -22,62 +24,6 @@
 #include "util/thread_pool.h"
 
 namespace clm {
-
-struct EngineOptions {
-  std::string model_path;
-  int n_ctx = SchedulerOptions{}.n_ctx;  // tokens one sequence may hold
-  int n_threads = 0;           // 0: all hardware threads
-  KvTypes kv_types;  // K and V element types (kv_type.h); f16 both by default
-  int block_size = 32;         // tokens per KV block
-  // KV pool budget in MiB; 0 sizes the pool for n_ctx tokens. A budget
-  // smaller than one n_ctx sequence also bounds what one sequence may hold.
-  std::size_t kv_memory_mb = 0;
-  // The scheduler's and the cache manager's settings take their defaults
-  // from those structs, so that there is one default for each.
-  int max_batch_tokens = SchedulerOptions{}.max_batch_tokens;  // tokens per forward call (decode + prompt chunks)
-  int max_running = SchedulerOptions{}.max_running;            // sequences decoding at once
-  int max_queued = SchedulerOptions{}.max_queued;              // requests waiting for room
-  bool prefix_cache = CacheOptions{}.prefix_caching;           // reuse the K/V of identical prompt prefixes
-  // Also reuse the leading tokens of a cached block the prompt continues
-  // only partly, by copying them (CacheOptions::partial_block_reuse).
-  bool partial_block_reuse = CacheOptions{}.partial_block_reuse;
-  // The default reuse mode of requests and the span search's limits
-  // (cache/reuse_plan.h). prefix_cache = false forces ReuseMode::Off.
-  ReuseOptions reuse;
-  // The semantic splitter's JSON rule file for the type guard and the
-  // semantic block strategy (text/split_rules_file.h); empty: default rules.
-  std::string split_rules;
-  // Cached blocks hit this often are evicted last.
-  uint32_t cache_hot_after_hits = CacheOptions{}.hot_after_hits;
-  // Idle cached blocks older than this are dropped; 0 = never.
-  double cache_ttl_s = CacheOptions{}.ttl_seconds;
-  // Weights: a private huge-page copy (default) or the file's map in place.
-  FileLoad weight_load = FileLoad::Copy;
-  std::function<void(float)> on_load_progress;
-  // The model's fingerprint if the caller remembers it from an earlier load
-  // of the same file; otherwise it is computed (it hashes every weight byte).
-  std::optional<uint64_t> known_fingerprint;
-  // Storage tiers below RAM, fastest first (a disk cache, then Redis): each
-  // factory opens one for the loaded model's fingerprint and KV layout
-  // (tier/tier_set.h). Empty: RAM only.
-  std::vector<TierFactory> tiers;
-  // The tiers' background writer queues at most this many MiB of blocks;
-  // beyond it writes are dropped (and counted), never waited for.
-  std::size_t tier_write_queue_mb = 256;
-  // Told of the blocks the RAM pool and the tiers store and drop (KV events
-  // for cache-aware routers); null: nobody listens. Not owned: it outlives
-  // the engine.
-  KvEventSink* kv_events = nullptr;
-  // Most of the pool conversations' pinned prefixes may hold (a share in
-  // [0, 1]; 0: sessions pin nothing). See engine/session_pins.h.
-  double session_pin_max_share = SessionPinOptions{}.max_share;
-  // Self-managed context (SchedulerOptions::kv_budget_tokens, ::evict): a
-  // sequence's KV budget in tokens (0: none) and the eviction policy.
-  int kv_budget_tokens = 0;
-  EvictOptions evict;
-  // What kept tokens' positions become after forgetting (engine/kv_budget.h).
-  EvictPositions evict_positions = EvictPositions::Keep;
-};
 
 // A request's options through the engine: the same struct the scheduler
 // takes, so that nothing is copied field by field on the way.
@@ -109,15 +55,16 @@ struct EngineCacheStats {
 
 class Engine {
  public:
-  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  // Fails on options check_engine_options refuses, before loading anything.
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options, EngineDeps deps = {});
   ~Engine();
 
   Model& model() { return *model_; }
   KvPool& pool() { return *pool_; }
   ThreadPool& threads() { return *threads_; }
   const EngineOptions& options() const { return options_; }
-  // The reuse settings requests default to (EngineOptions::reuse, with
-  // prefix_cache = false as mode off).
+  // The reuse settings requests default to (EngineOptions::scheduler.reuse,
+  // with cache.prefix_caching = false as mode off).
   const ReuseOptions& reuse_defaults() const;
   // The model's fingerprint (model/fingerprint.h).
   uint64_t fingerprint() const { return fingerprint_; }

@@ -31,14 +31,16 @@ double percentile(std::vector<double> v, double p) {
 }  // namespace
 
 
-Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options)
+Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options,
+                     SchedulerDeps deps)
     : model_(model),
       cache_(cache),
       threads_(threads),
       options_(options),
+      deps_(std::move(deps)),
       flops_(model.config()),
       pins_(cache, options.session_pins) {
-  if (!options_.typer) options_.typer = PromptTyper::with_default_rules();
+  if (!deps_.typer) deps_.typer = PromptTyper::with_default_rules();
   CLM_CHECK(options_.max_batch_tokens > 0, "max_batch_tokens must be positive");
   CLM_CHECK(options_.max_running > 0, "max_running must be positive");
   CLM_CHECK(options_.max_queued >= 0, "max_queued must not be negative");
@@ -96,12 +98,12 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   // one. Every prompt that may be cached is typed, whatever its own mode:
   // its blocks may be a later request's span sources.
   if (seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
-    seq->labels = options_.typer->label(model_.tokenizer(), seq->request.prompt);
+    seq->labels = deps_.typer->label(model_.tokenizer(), seq->request.prompt);
   seq->submitted = Clock::now();
   // Tier I/O happens here, on the caller's thread and before the request is
   // queued, never on the scheduler's thread or under its lock; the K/V lands
   // in pool blocks the stepping thread reserved for it.
-  if (options_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+  if (deps_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
     seq->promoted = fetch_promoted(seq->request);
   RequestId id = 0;
   {

@@ -38,6 +38,8 @@
 #include "engine/landing_desk.h"
 #include "engine/prompt_typer.h"
 #include "engine/request.h"
+#include "engine/scheduler_deps.h"
+#include "engine/scheduler_options.h"
 #include "engine/session_pins.h"
 #include "engine/stop_reason.h"
 #include "model/model.h"
@@ -49,40 +51,6 @@
 #include "util/thread_pool.h"
 
 namespace clm {
-
-
-struct SchedulerOptions {
-  int max_batch_tokens = 512;   // tokens per forward call (decode + prefill chunks)
-  int max_running = 16;         // sequences decoding at once
-  int max_queued = 256;         // waiting requests; submit fails beyond this
-  int n_ctx = 4096;             // most tokens one sequence may hold
-  // How prompts reuse cached K/V unless a request says otherwise, and the
-  // span search's limits (cache/reuse_plan.h).
-  ReuseOptions reuse;
-  // Types prompts for the cache's type guard and semantic granularity
-  // (null: the splitter's default rules).
-  std::shared_ptr<const PromptTyper> typer;
-  // Storage tiers below RAM (null: none). submit() reads a prompt's missing
-  // prefix blocks from them on the caller's thread, straight into pool
-  // blocks the stepping thread reserves for it (scheduler_landing.cpp); the
-  // stepping thread publishes them before admission (promote_queued).
-  TierSet* tiers = nullptr;
-  // Conversations' pinned prefixes (engine/session_pins.h): their share
-  // bound. A request that cannot get room otherwise takes it from the pins.
-  SessionPinOptions session_pins;
-  // Self-managed context: a sequence holds at most this many tokens of K/V
-  // (0: no budget). One that would outgrow it forgets the blocks `evict`
-  // picks instead of ending with StopReason::Length, and may then run past n_ctx
-  // (positions keep growing; its KV blocks stay bounded). Such sequences
-  // reuse at most an exact prefix (no shifted spans).
-  int kv_budget_tokens = 0;
-  // The eviction policy of budgeted sequences (its block_tokens is the KV
-  // block size).
-  EvictOptions evict;
-  // What the kept tokens' positions become after a budgeted sequence
-  // forgets (engine/kv_budget.h): kept, or compacted with K re-rotated.
-  EvictPositions evict_positions = EvictPositions::Keep;
-};
 
 struct SchedulerStats {
   int running = 0;
@@ -127,7 +95,8 @@ class Scheduler {
   // Called exactly once per accepted request, when it ends for any reason.
   using DoneCallback = std::function<void(const RequestSummary&)>;
 
-  Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options = {});
+  Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options = {},
+            SchedulerDeps deps = {});
   ~Scheduler();  // stops the loop, cancels what is left
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -251,6 +220,7 @@ class Scheduler {
   KvCacheManager& cache_;
   ThreadPool& threads_;
   SchedulerOptions options_;
+  SchedulerDeps deps_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;

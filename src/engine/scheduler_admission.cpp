@@ -11,7 +11,7 @@
 namespace clm {
 
 void Scheduler::promote_queued() {
-  if (!options_.tiers) return;
+  if (!deps_.tiers) return;
   // Queued sequences leave the queue only on this thread, so the pointers
   // stay valid after the lock is dropped; submit() filled `promoted` before
   // queueing under the lock.
@@ -26,7 +26,7 @@ void Scheduler::promote_queued() {
     }
   }
   for (Sequence* s : ready) {
-    options_.tiers->count_promoted(cache_.adopt(s->request.prompt, s->request.cache_namespace, s->promoted));
+    deps_.tiers->count_promoted(cache_.adopt(s->request.prompt, s->request.cache_namespace, s->promoted));
     s->promoted = {};
   }
 }

@@ -90,7 +90,7 @@ std::vector<LandedEntry> Scheduler::fetch_promoted(const Request& request) {
   const auto bs = static_cast<std::size_t>(cache_.pool().geometry().block_size);
   const auto limit = static_cast<std::size_t>(request.reuse_before());
   const std::size_t wanted = std::min(prompt.size(), (limit + bs - 1) / bs * bs);
-  return options_.tiers->fetch(cache_.prompt_keys(prompt.first(wanted), request.cache_namespace), &landing);
+  return deps_.tiers->fetch(cache_.prompt_keys(prompt.first(wanted), request.cache_namespace), &landing);
 }
 
 void Scheduler::drop_promoted(Sequence& seq) {

@@ -170,11 +170,11 @@ class Server {
     Engine& e = s.engine();
     const ModelConfig& c = e.model().config();
     py::dict d;
-    d["model_path"] = e.options().model_path;
-    d["n_ctx"] = e.options().n_ctx;
+    d["model_path"] = e.options().load.model_path;
+    d["n_ctx"] = e.options().scheduler.n_ctx;
     d["n_vocab"] = e.model().tokenizer().n_vocab();
     d["n_layers"] = c.n_layers;
-    d["block_size"] = e.options().block_size;
+    d["block_size"] = e.options().pool.block_size;
     d["chat_warning"] = s.chat_warning();
     return d;
   }

@@ -31,22 +31,22 @@ EngineFlags parse(std::vector<std::string> args, bool with_batch = true) {
 TEST(EngineFlags, NoFlagsLeaveTheEngineDefaults) {
   const EngineFlags f = parse({});
   const EngineOptions want;
-  EXPECT_EQ(f.options.n_ctx, want.n_ctx);
-  EXPECT_EQ(f.options.max_batch_tokens, want.max_batch_tokens);
-  EXPECT_EQ(f.options.max_running, want.max_running);
-  EXPECT_EQ(f.options.max_queued, want.max_queued);
-  EXPECT_EQ(f.options.prefix_cache, want.prefix_cache);
-  EXPECT_EQ(f.options.partial_block_reuse, want.partial_block_reuse);
-  EXPECT_EQ(f.options.kv_types, want.kv_types);
-  EXPECT_EQ(f.options.reuse.mode, want.reuse.mode);
-  EXPECT_EQ(f.options.reuse.lead, want.reuse.lead);
-  EXPECT_EQ(f.options.cache_hot_after_hits, want.cache_hot_after_hits);
+  EXPECT_EQ(f.options.scheduler.n_ctx, want.scheduler.n_ctx);
+  EXPECT_EQ(f.options.scheduler.max_batch_tokens, want.scheduler.max_batch_tokens);
+  EXPECT_EQ(f.options.scheduler.max_running, want.scheduler.max_running);
+  EXPECT_EQ(f.options.scheduler.max_queued, want.scheduler.max_queued);
+  EXPECT_EQ(f.options.cache.prefix_caching, want.cache.prefix_caching);
+  EXPECT_EQ(f.options.cache.partial_block_reuse, want.cache.partial_block_reuse);
+  EXPECT_EQ(f.options.pool.kv_types, want.pool.kv_types);
+  EXPECT_EQ(f.options.scheduler.reuse.mode, want.scheduler.reuse.mode);
+  EXPECT_EQ(f.options.scheduler.reuse.lead, want.scheduler.reuse.lead);
+  EXPECT_EQ(f.options.cache.hot_after_hits, want.cache.hot_after_hits);
   // And the engine's defaults are the scheduler's and the cache's.
-  EXPECT_EQ(want.max_batch_tokens, SchedulerOptions{}.max_batch_tokens);
-  EXPECT_EQ(want.max_running, SchedulerOptions{}.max_running);
-  EXPECT_EQ(want.n_ctx, SchedulerOptions{}.n_ctx);
-  EXPECT_EQ(want.partial_block_reuse, CacheOptions{}.partial_block_reuse);
-  EXPECT_EQ(want.cache_hot_after_hits, CacheOptions{}.hot_after_hits);
+  EXPECT_EQ(want.scheduler.max_batch_tokens, SchedulerOptions{}.max_batch_tokens);
+  EXPECT_EQ(want.scheduler.max_running, SchedulerOptions{}.max_running);
+  EXPECT_EQ(want.scheduler.n_ctx, SchedulerOptions{}.n_ctx);
+  EXPECT_EQ(want.cache.partial_block_reuse, CacheOptions{}.partial_block_reuse);
+  EXPECT_EQ(want.cache.hot_after_hits, CacheOptions{}.hot_after_hits);
 }
 
 TEST(EngineFlags, EveryFlagLandsInItsField) {
@@ -54,32 +54,32 @@ TEST(EngineFlags, EveryFlagLandsInItsField) {
                                "64", "--no-partial-block-reuse", "--reuse", "shift", "--min-reuse-tokens", "5",
                                "--reuse-window", "100", "--reuse-lead", "2", "--blend-layer", "3", "--kv-memory-mb",
                                "12", "--parallel", "5", "--cache-hot-after", "4", "--cache-ttl", "2.5"});
-  EXPECT_EQ(f.options.n_ctx, 1024);
-  EXPECT_EQ(f.options.n_threads, 3);
-  EXPECT_EQ(f.options.kv_types, KvType::F32);
-  EXPECT_EQ(f.options.block_size, 8);
-  EXPECT_EQ(f.options.max_batch_tokens, 64);
-  EXPECT_FALSE(f.options.partial_block_reuse);
-  EXPECT_TRUE(f.options.prefix_cache);
-  EXPECT_EQ(f.options.reuse.mode, ReuseMode::Shift);
-  EXPECT_EQ(f.options.reuse.min_reuse_tokens, 5);
-  EXPECT_EQ(f.options.reuse.window, 100);
-  EXPECT_EQ(f.options.reuse.lead, 2);
-  EXPECT_EQ(f.options.reuse.blend_layer, 3);
-  EXPECT_EQ(f.options.kv_memory_mb, 12u);
-  EXPECT_EQ(f.options.max_running, 5);
-  EXPECT_EQ(f.options.cache_hot_after_hits, 4u);
-  EXPECT_DOUBLE_EQ(f.options.cache_ttl_s, 2.5);
-  EXPECT_FALSE(parse({"--no-prefix-cache"}).options.prefix_cache);
+  EXPECT_EQ(f.options.scheduler.n_ctx, 1024);
+  EXPECT_EQ(f.options.load.n_threads, 3);
+  EXPECT_EQ(f.options.pool.kv_types, KvType::F32);
+  EXPECT_EQ(f.options.pool.block_size, 8);
+  EXPECT_EQ(f.options.scheduler.max_batch_tokens, 64);
+  EXPECT_FALSE(f.options.cache.partial_block_reuse);
+  EXPECT_TRUE(f.options.cache.prefix_caching);
+  EXPECT_EQ(f.options.scheduler.reuse.mode, ReuseMode::Shift);
+  EXPECT_EQ(f.options.scheduler.reuse.min_reuse_tokens, 5);
+  EXPECT_EQ(f.options.scheduler.reuse.window, 100);
+  EXPECT_EQ(f.options.scheduler.reuse.lead, 2);
+  EXPECT_EQ(f.options.scheduler.reuse.blend_layer, 3);
+  EXPECT_EQ(f.options.pool.kv_memory_mb, 12u);
+  EXPECT_EQ(f.options.scheduler.max_running, 5);
+  EXPECT_EQ(f.options.cache.hot_after_hits, 4u);
+  EXPECT_DOUBLE_EQ(f.options.cache.ttl_seconds, 2.5);
+  EXPECT_FALSE(parse({"--no-prefix-cache"}).options.cache.prefix_caching);
 }
 
 // K and V each take their own type; --kv-type sets both.
 TEST(EngineFlags, CacheTypesLandInTheirFields) {
-  EXPECT_EQ(parse({"--cache-type-k", "q8_0"}).options.kv_types, (KvTypes{KvType::Q8_0, KvType::F16}));
-  EXPECT_EQ(parse({"--cache-type-v", "q8_0"}).options.kv_types, (KvTypes{KvType::F16, KvType::Q8_0}));
-  EXPECT_EQ(parse({"--cache-type-k", "f32", "--cache-type-v", "q8_0"}).options.kv_types,
+  EXPECT_EQ(parse({"--cache-type-k", "q8_0"}).options.pool.kv_types, (KvTypes{KvType::Q8_0, KvType::F16}));
+  EXPECT_EQ(parse({"--cache-type-v", "q8_0"}).options.pool.kv_types, (KvTypes{KvType::F16, KvType::Q8_0}));
+  EXPECT_EQ(parse({"--cache-type-k", "f32", "--cache-type-v", "q8_0"}).options.pool.kv_types,
             (KvTypes{KvType::F32, KvType::Q8_0}));
-  EXPECT_EQ(parse({"--kv-type", "q8_0"}).options.kv_types, KvTypes{KvType::Q8_0});
+  EXPECT_EQ(parse({"--kv-type", "q8_0"}).options.pool.kv_types, KvTypes{KvType::Q8_0});
 }
 
 TEST(EngineFlags, BadValuesAreRefusedByName) {

@@ -10,11 +10,11 @@ namespace {
 
 LongchatBenchOptions small_run() {
   LongchatBenchOptions o;
-  o.model_path = test::shared_file("models/stories260K.gguf");
-  o.n_threads = 1;
+  o.engine.load.model_path = test::shared_file("models/stories260K.gguf");
+  o.engine.load.n_threads = 1;
   o.sessions = 3;
   o.turns = 3;
-  o.block_size = 16;
+  o.engine.pool.block_size = 16;
   o.kv_budget_tokens = 96;  // the least the default policy takes with blocks of 16
   o.system_tokens = 20;
   o.reply_tokens = 8;

@@ -62,11 +62,11 @@ inline CacheOptions whole_blocks_only() {
 // Spans can be shifted: a RoPE that rotates nothing (n_rot 0), so a copied
 // slot keeps the stamp of the place it was computed at, which is what shows
 // a shifted slot handed out where an exact one was promised.
-inline CacheOptions shifting() {
-  CacheOptions o;
-  o.rope.head_dim = tiny_geometry().head_dim;
-  o.rope.n_rot = 0;
-  return o;
+inline CacheDeps shifting() {
+  CacheDeps d;
+  d.rope.head_dim = tiny_geometry().head_dim;
+  d.rope.n_rot = 0;
+  return d;
 }
 
 inline ReuseOptions shift_options(int min_reuse_tokens = 4, int lead = 0) {
@@ -79,17 +79,17 @@ inline ReuseOptions shift_options(int min_reuse_tokens = 4, int lead = 0) {
 
 class CacheHarness {
  public:
-  explicit CacheHarness(std::size_t n_blocks, CacheOptions options = whole_blocks_only()) {
+  explicit CacheHarness(std::size_t n_blocks, CacheOptions options = whole_blocks_only(), CacheDeps deps = {}) {
     auto pool = KvPool::create(tiny_geometry(), n_blocks);
     CLM_CHECK(pool.has_value(), "test pool");
     pool_ = std::move(*pool);
-    if (!options.clock) options.clock = [this] { return now; };
-    manager_ = std::make_unique<KvCacheManager>(*pool_, kFingerprint, std::move(options));
+    if (!deps.clock) deps.clock = [this] { return now; };
+    manager_ = std::make_unique<KvCacheManager>(*pool_, kFingerprint, options, std::move(deps));
   }
   CacheHarness(const CacheHarness&) = delete;
   CacheHarness& operator=(const CacheHarness&) = delete;
 
-  double now = 0.0;  // the fake clock, unless options.clock was given
+  double now = 0.0;  // the fake clock, unless deps.clock was given
 
   KvPool& pool() { return *pool_; }
   KvCacheManager& cache() { return *manager_; }

@@ -42,8 +42,8 @@ CacheOptions with_ttl(CacheOptions options) {
 
 class RandomWorkload {
  public:
-  RandomWorkload(uint32_t seed, CacheOptions options)
-      : rng_(seed), h_(kPoolBlocks, with_ttl(std::move(options))), idle_since_(kPoolBlocks, 0.0) {
+  RandomWorkload(uint32_t seed, CacheOptions options, CacheDeps deps = {})
+      : rng_(seed), h_(kPoolBlocks, with_ttl(options), std::move(deps)), idle_since_(kPoolBlocks, 0.0) {
     for (int p = 0; p < 4; ++p) prefixes_.push_back(random_tokens(14));
     last_ = h_.cache().stats();
   }
@@ -341,13 +341,13 @@ TEST(KvCacheManagerRandom, MatchesReferenceModel) {
 
 TEST(KvCacheManagerRandom, MatchesReferenceModelUnderHashCollisions) {
   // Four possible keys: nearly every block collides with another.
-  CacheOptions options = testing_support::whole_blocks_only();
-  options.key_function = [](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
+  CacheDeps deps;
+  deps.key_function = [](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
     return block_key(parent, tokens, context) % 4;
   };
   for (uint32_t seed : {4u, 5u}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    RandomWorkload w(seed, options);
+    RandomWorkload w(seed, testing_support::whole_blocks_only(), deps);
     w.run(4000);
     EXPECT_GT(w.stats().blocks_hit, 10u);
   }

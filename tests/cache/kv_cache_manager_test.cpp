@@ -114,12 +114,12 @@ TEST(KvCacheManager, BlockKeyCoversParentTokensFingerprintAndNamespace) {
 
 TEST(KvCacheManager, KeysUseTheManagersFingerprint) {
   std::vector<KeyContext> seen;
-  CacheOptions options = testing_support::whole_blocks_only();
-  options.key_function = [&seen](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
+  CacheDeps deps;
+  deps.key_function = [&seen](BlockKey parent, std::span<const int32_t> tokens, const KeyContext& context) {
     seen.push_back(context);
     return block_key(parent, tokens, context);
   };
-  CacheHarness h(8, options);
+  CacheHarness h(8, testing_support::whole_blocks_only(), deps);
   CachedSequence a(kBlockSize);
   ASSERT_EQ(h.run(a, iota_tokens(1, 9), 5), 0);
   ASSERT_FALSE(seen.empty());
@@ -487,9 +487,9 @@ TEST(KvCacheManager, AvailableBlocksIsExact) {
 // ---- hash collisions ----
 
 TEST(KvCacheManager, CollidingKeysNeverGiveAFalseHit) {
-  CacheOptions options = testing_support::whole_blocks_only();
-  options.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
-  CacheHarness h(8, options);
+  CacheDeps deps;
+  deps.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
+  CacheHarness h(8, testing_support::whole_blocks_only(), deps);
   const auto prompt = iota_tokens(1, 9);
   CachedSequence a(kBlockSize);
   ASSERT_EQ(h.run(a, prompt), 0);
@@ -523,9 +523,9 @@ TEST(KvCacheManager, CollidingKeysNeverGiveAFalseHit) {
 
 TEST(KvCacheManager, CollidingKeysNeverShareAcrossNamespaces) {
   // A first block has no parent: only the namespace tells the two apart.
-  CacheOptions options = testing_support::whole_blocks_only();
-  options.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
-  CacheHarness h(8, options);
+  CacheDeps deps;
+  deps.key_function = [](BlockKey, std::span<const int32_t>, const KeyContext&) { return BlockKey{42}; };
+  CacheHarness h(8, testing_support::whole_blocks_only(), deps);
   const auto prompt = iota_tokens(1, 5);
   CachedSequence a(kBlockSize), b(kBlockSize);
   ASSERT_EQ(h.run(a, prompt, 0), 0);
@@ -540,11 +540,11 @@ TEST(KvCacheManager, CollidingKeysNeverShareAcrossNamespaces) {
 TEST(KvCacheManager, KeyIgnoringTheParentStillNeedsTheWholePrefix) {
   // A weak key (tokens only) collides whenever a block recurs after another
   // prefix; the stored parent must tell them apart.
-  CacheOptions options = testing_support::whole_blocks_only();
-  options.key_function = [](BlockKey, std::span<const int32_t> tokens, const KeyContext& context) {
+  CacheDeps deps;
+  deps.key_function = [](BlockKey, std::span<const int32_t> tokens, const KeyContext& context) {
     return block_key(kNoKey, tokens, context);
   };
-  CacheHarness h(12, options);
+  CacheHarness h(12, testing_support::whole_blocks_only(), deps);
   std::vector<int32_t> x{1, 1, 1, 1, 7, 7, 7, 7, 0};
   std::vector<int32_t> y{2, 2, 2, 2, 7, 7, 7, 7, 0};
   CachedSequence a(kBlockSize), b(kBlockSize), c(kBlockSize);

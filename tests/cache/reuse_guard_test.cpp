@@ -64,7 +64,7 @@ struct MovedDocument {
 };
 
 TEST(ReuseGuard, ASpanOfAnotherTypeIsNotReused) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const MovedDocument m;
   warm(h, m.source, blocks_of({{1, 24}}));
   const int n = static_cast<int>(m.prompt.size());
@@ -83,7 +83,7 @@ TEST(ReuseGuard, ASpanOfAnotherTypeIsNotReused) {
 }
 
 TEST(ReuseGuard, ASpanCrossingATypeChangeEndsThere) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const MovedDocument m;
   warm(h, m.source, blocks_of({{1, 24}}));
   // The prompt types the document's first 8 tokens as the source does, the
@@ -95,7 +95,7 @@ TEST(ReuseGuard, ASpanCrossingATypeChangeEndsThere) {
 }
 
 TEST(ReuseGuard, TailReuseNeedsTheSameIntentLabel) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const MovedDocument m;
   const uint8_t question = 0, instruction = 1;
   warm(h, m.source, blocks_of({{4, 24}}, question));
@@ -117,7 +117,7 @@ struct Paragraphs {
 };
 
 TEST(ReuseGuard, SemanticStrategyCopiesOnlyWholeBlocks) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const Paragraphs t;
   warm(h, t.source, t.source_labels);
   const int n = static_cast<int>(t.prompt.size());
@@ -136,7 +136,7 @@ TEST(ReuseGuard, SemanticStrategyCopiesOnlyWholeBlocks) {
 }
 
 TEST(ReuseGuard, SemanticStrategyNeedsTheBlockWholeOnTheCachedSideToo) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const Paragraphs t;
   // Cached with D1 and D2 as one block: D2 alone is not a whole block there.
   warm(h, t.source, blocks_of({{5, 4}, {0, 16}, {5, 4}}));
@@ -149,7 +149,7 @@ TEST(ReuseGuard, SemanticStrategyNeedsTheBlockWholeOnTheCachedSideToo) {
 }
 
 TEST(ReuseGuard, BlocksShorterThanTheMinimumAreNotReusableSnippets) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const Paragraphs t;
   // Every block of 8 tokens is short when the minimum is 9.
   warm(h, t.source, blocks_of({{5, 4}, {1, 8}, {0, 8}, {5, 4}}, kAny, 9));
@@ -159,7 +159,7 @@ TEST(ReuseGuard, BlocksShorterThanTheMinimumAreNotReusableSnippets) {
 }
 
 TEST(ReuseGuard, SessionStrategyReusesOnlyTheExactPrefix) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const auto head = iota_tokens(100, 8), doc = iota_tokens(10, 16);
   const auto source = concat({head, doc, {50, 51}});
   warm(h, source, blocks_of({{3, 8}, {1, 16}, {5, 2}}));

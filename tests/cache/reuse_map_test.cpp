@@ -99,7 +99,7 @@ TEST(ReuseMap, EvictionMarksKeepTheSourceAndClipToThePrompt) {
 }
 
 TEST(ReuseMap, AgreesWithTheCountsOfARealShiftPlan) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 70);
   CachedSequence seq(kBlockSize);
   ASSERT_TRUE(h.run_plan(seq, a, shift_options(), 0));

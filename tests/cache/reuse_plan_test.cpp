@@ -52,7 +52,7 @@ void expect_tiles(const ReusePlan& p, int n) {
 }
 
 TEST(ReusePlan, FindsTheUnchangedTextAfterAnEditedStart) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 40);
   warm(h, a);
 
@@ -80,7 +80,7 @@ TEST(ReusePlan, FindsTheUnchangedTextAfterAnEditedStart) {
 }
 
 TEST(ReusePlan, ShiftedSlotsAreCopiesAndTheSourceIsUntouched) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 24);
   CachedSequence sa(kBlockSize);
   ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
@@ -111,7 +111,7 @@ TEST(ReusePlan, ShiftedSlotsAreCopiesAndTheSourceIsUntouched) {
 }
 
 TEST(ReusePlan, ApproximateBlocksAreNeverHandedOutAsAnExactPrefix) {
-  CacheHarness h(64, shifting());
+  CacheHarness h(64, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 30);
   warm(h, a);
   const auto b = concat({300, 301, 302, 303, 304, 305}, std::vector<int32_t>(a.begin() + 2, a.end()));
@@ -136,7 +136,7 @@ TEST(ReusePlan, ApproximateBlocksAreNeverHandedOutAsAnExactPrefix) {
 }
 
 TEST(ReusePlan, SpansStartAndEndInsideBlocksAndCrossThem) {
-  CacheHarness h(64, shifting());
+  CacheHarness h(64, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 33);
   warm(h, a);
   // a[6..19): starts inside block 1, ends inside block 4.
@@ -158,7 +158,7 @@ TEST(ReusePlan, SpansStartAndEndInsideBlocksAndCrossThem) {
 }
 
 TEST(ReusePlan, ShortSpansWindowAndLeadAreHonoured) {
-  CacheHarness h(64, shifting());
+  CacheHarness h(64, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 40);
   warm(h, a);
   // Two pieces of a: 6 tokens and 20 tokens, separated by new ones.
@@ -192,7 +192,7 @@ TEST(ReusePlan, ShortSpansWindowAndLeadAreHonoured) {
 }
 
 TEST(ReusePlan, SpansNeverCrossNamespaces) {
-  CacheHarness h(64, shifting());
+  CacheHarness h(64, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 30);
   warm(h, a, 1);
   const auto b = concat({700, 701, 702}, std::vector<int32_t>(a.begin() + 3, a.end()));
@@ -201,7 +201,7 @@ TEST(ReusePlan, SpansNeverCrossNamespaces) {
 }
 
 TEST(ReusePlan, APlanWhoseSourceWasEvictedIsStaleAndChangesNothing) {
-  CacheHarness h(32, shifting());
+  CacheHarness h(32, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 30);
   warm(h, a);
   const auto b = concat({800, 801, 802}, std::vector<int32_t>(a.begin() + 3, a.end()));
@@ -223,7 +223,7 @@ TEST(ReusePlan, APlanWhoseSourceWasEvictedIsStaleAndChangesNothing) {
 }
 
 TEST(ReusePlan, NoRoomChangesNothing) {
-  CacheHarness h(12, shifting());
+  CacheHarness h(12, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 30);  // 8 blocks
   CachedSequence sa(kBlockSize);
   ASSERT_TRUE(h.run_plan(sa, a, shift_options()));
@@ -248,7 +248,7 @@ TEST(ReusePlan, NoRoomChangesNothing) {
 }
 
 TEST(ReusePlan, NothingFromReuseBeforeOnIsReused) {
-  CacheHarness h(64, shifting());
+  CacheHarness h(64, CacheOptions{}, shifting());
   const auto a = iota_tokens(1, 40);
   warm(h, a);
   const int n = static_cast<int>(a.size());

@@ -22,7 +22,7 @@ using testing_support::shifting;
 
 class ShiftWorkload {
  public:
-  explicit ShiftWorkload(uint32_t seed) : rng_(seed), h_(48, shifting()) {
+  explicit ShiftWorkload(uint32_t seed) : rng_(seed), h_(48, CacheOptions{}, shifting()) {
     for (int d = 0; d < 3; ++d) {
       std::vector<int32_t> doc;
       for (int i = 0; i < 60; ++i) doc.push_back(pick(10, 400));

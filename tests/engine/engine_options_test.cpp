@@ -11,11 +11,11 @@ namespace {
 TEST(EngineOptions, PartialBlockReuseCanBeTurnedOff) {
   for (bool partial : {true, false}) {
     EngineOptions o;
-    o.model_path = test::shared_file("models/stories260K.gguf");
-    o.n_ctx = 256;
-    o.n_threads = 1;
-    o.block_size = 16;
-    o.partial_block_reuse = partial;
+    o.load.model_path = test::shared_file("models/stories260K.gguf");
+    o.scheduler.n_ctx = 256;
+    o.load.n_threads = 1;
+    o.pool.block_size = 16;
+    o.cache.partial_block_reuse = partial;
     auto engine = Engine::create(o);
     ASSERT_TRUE(engine) << engine.error().message;
     const auto prompt = (*engine)->model().tokenizer().encode(

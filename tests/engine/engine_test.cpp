@@ -10,11 +10,11 @@ namespace {
 
 std::unique_ptr<Engine> make_engine(bool prefix_cache) {
   EngineOptions o;
-  o.model_path = test::shared_file("models/stories260K.gguf");
-  o.n_ctx = 256;
-  o.n_threads = 1;
-  o.block_size = 16;
-  o.prefix_cache = prefix_cache;
+  o.load.model_path = test::shared_file("models/stories260K.gguf");
+  o.scheduler.n_ctx = 256;
+  o.load.n_threads = 1;
+  o.pool.block_size = 16;
+  o.cache.prefix_caching = prefix_cache;
   auto e = Engine::create(o);
   EXPECT_TRUE(e) << e.error().message;
   return e ? std::move(*e) : nullptr;
@@ -66,15 +66,15 @@ TEST(Engine, RefusesWhatDoesNotFitWithAClearError) {
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("context"), std::string::npos);
   EngineOptions bad;
-  bad.model_path = test::shared_file("models/stories260K.gguf");
-  bad.max_batch_tokens = 0;
+  bad.load.model_path = test::shared_file("models/stories260K.gguf");
+  bad.scheduler.max_batch_tokens = 0;
   EXPECT_FALSE(Engine::create(bad));
   for (int field = 0; field < 3; ++field) {
     EngineOptions reuse;
-    reuse.model_path = bad.model_path;
-    if (field == 0) reuse.reuse.min_reuse_tokens = 0;
-    if (field == 1) reuse.reuse.window = -1;
-    if (field == 2) reuse.reuse.lead = -1;
+    reuse.load.model_path = bad.load.model_path;
+    if (field == 0) reuse.scheduler.reuse.min_reuse_tokens = 0;
+    if (field == 1) reuse.scheduler.reuse.window = -1;
+    if (field == 2) reuse.scheduler.reuse.lead = -1;
     const auto e = Engine::create(reuse);
     ASSERT_FALSE(e) << "field " << field;
     EXPECT_NE(e.error().message.find("reuse"), std::string::npos) << e.error().message;

@@ -100,10 +100,10 @@ void check_case(Engine& engine, const nlohmann::json& c, const Tolerance& tol, P
 
 TEST_P(Golden, GreedyContinuationsAndTop5MatchLlamaCpp) {
   EngineOptions o;
-  o.model_path = test::shared_file("models/stories260K.gguf");
-  o.n_ctx = 512;
-  o.n_threads = 2;
-  o.kv_types = GetParam();
+  o.load.model_path = test::shared_file("models/stories260K.gguf");
+  o.scheduler.n_ctx = 512;
+  o.load.n_threads = 2;
+  o.pool.kv_types = GetParam();
   auto engine = Engine::create(o);
   ASSERT_TRUE(engine) << engine.error().message;
   const auto cases = read_lines(test::shared_file("golden/stories260K.jsonl"));

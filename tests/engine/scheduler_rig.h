@@ -39,9 +39,10 @@ struct Rig {
     pool = std::move(*p);
     CacheOptions co;
     co.prefix_caching = o.prefix_caching;
-    co.rope = rope_shift_params(c);
-    co.threads = &threads;
-    cache = std::make_unique<KvCacheManager>(*pool, model_fingerprint(m.file()), co);
+    CacheDeps deps;
+    deps.rope = rope_shift_params(c);
+    deps.threads = &threads;
+    cache = std::make_unique<KvCacheManager>(*pool, model_fingerprint(m.file()), co, deps);
     scheduler = std::make_unique<Scheduler>(m, *cache, threads, o.scheduler);
   }
   ~Rig() { scheduler.reset(); }

@@ -91,8 +91,8 @@ TEST(SessionPinsScheduler, AnIdleStartedSchedulerUnpinsOnTime) {
 TEST(SessionPinsScheduler, AShareOutsideZeroToOneIsRefused) {
   for (double share : {-0.1, 1.5}) {
     EngineOptions o;
-    o.model_path = test::shared_file("models/stories260K.gguf");
-    o.session_pin_max_share = share;
+    o.load.model_path = test::shared_file("models/stories260K.gguf");
+    o.scheduler.session_pins.max_share = share;
     auto engine = Engine::create(o);
     ASSERT_FALSE(engine);
     EXPECT_NE(engine.error().message.find("session pin share must be in [0, 1]"), std::string::npos)

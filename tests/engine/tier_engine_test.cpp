@@ -26,11 +26,11 @@ struct RedisSetup {
 
 std::unique_ptr<Engine> make_engine(const RedisSetup* redis, std::size_t queue_mb = 64) {
   EngineOptions o;
-  o.model_path = test::shared_file("models/stories260K.gguf");
-  o.n_ctx = 256;
-  o.n_threads = 1;
-  o.block_size = 16;
-  o.tier_write_queue_mb = queue_mb;
+  o.load.model_path = test::shared_file("models/stories260K.gguf");
+  o.scheduler.n_ctx = 256;
+  o.load.n_threads = 1;
+  o.pool.block_size = 16;
+  o.tiers.write_queue_mb = queue_mb;
   if (redis) {
     RedisTierOptions r;
     r.address = *parse_redis_url(redis->url);
@@ -38,7 +38,7 @@ std::unique_ptr<Engine> make_engine(const RedisSetup* redis, std::size_t queue_m
     r.connect_timeout_s = 0.3;
     r.breaker_cooldown_s = 60.0;
     r.clock = [c = redis->clock] { return *c; };
-    o.tiers.push_back([r](uint64_t fingerprint, const KvGeometry& g) -> Result<std::unique_ptr<CacheTier>> {
+    o.tiers.factories.push_back([r](uint64_t fingerprint, const KvGeometry& g) -> Result<std::unique_ptr<CacheTier>> {
       auto t = RedisTier::open(r, fingerprint, g);
       if (!t) return fail(t.error().message);
       return std::unique_ptr<CacheTier>(std::move(*t));

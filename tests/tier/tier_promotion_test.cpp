@@ -20,9 +20,9 @@ constexpr uint64_t kFingerprint = 0xfeed;
 struct Cache {
   explicit Cache(std::size_t n_blocks, CacheObserver* observer = nullptr) {
     pool = std::move(*KvPool::create(test::small_tier_geometry(), n_blocks));
-    CacheOptions o;
-    o.observer = observer;
-    manager = std::make_unique<KvCacheManager>(*pool, kFingerprint, o);
+    CacheDeps deps;
+    deps.observer = observer;
+    manager = std::make_unique<KvCacheManager>(*pool, kFingerprint, CacheOptions{}, deps);
   }
   std::unique_ptr<KvPool> pool;
   std::unique_ptr<KvCacheManager> manager;
