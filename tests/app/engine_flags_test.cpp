@@ -88,7 +88,8 @@ TEST(EngineFlags, CacheTypesLandInTheirFields) {
 TEST(EngineFlags, BadValuesAreRefusedByName) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--max-batch-tokens", "0"}, {"--kv-type", "q8"}, {"--reuse", "mix"}, {"--no-prefix-cache", "--reuse", "off"},
-           {"--cache-type-k", "q4_1"}, {"--cache-type-v", "Q8_0"}, {"--cache-type-v", "Q4_0"}, {"--kv-type", "f16", "--cache-type-k", "q8_0"}}) {
+           {"--cache-type-k", "q4_1"}, {"--cache-type-v", "Q8_0"}, {"--cache-type-v", "Q4_0"},
+           {"--kv-type", "f16", "--cache-type-k", "q8_0"}}) {
     CLI::App app("test");
     EngineFlags flags;
     add_engine_flags(app, flags);

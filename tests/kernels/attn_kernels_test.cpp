@@ -358,7 +358,8 @@ TEST(AttnKernels, QuantizedPvMatchesScalarAndSkipsZeroProbabilities) {
       scalar_attn_kernels().rows(type).pv(p.data(), v.bytes.data(), v.stride, kRows, hd, want.data());
       for (std::size_t d = 0; d < hd; ++d) {
         double ref = init[d];
-        for (int r = 0; r < kRows; ++r) ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v.values[r * hd + d];
+        for (int r = 0; r < kRows; ++r)
+          ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v.values[r * hd + d];
         EXPECT_NEAR(want[d], ref, 1e-5);
       }
       for (KernelPath path : test::supported_paths()) {
