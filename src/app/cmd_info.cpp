@@ -68,10 +68,12 @@ int info(const std::string& path, int n_ctx) {
   }
   const uint64_t ctx = static_cast<uint64_t>(n_ctx);
   const uint64_t kv16 = kv_bytes_per_token(c, KvType::F16) * ctx;
-  const bool q8 = kv_type_unsupported(KvType::Q8_0, c.head_dim).empty();
-  std::printf("memory:        weights %s (memory-mapped) + KV %s per %d-token context at f16 (%s at f32%s%s)\n",
-              mib(weight_bytes).c_str(), mib(kv16).c_str(), n_ctx, mib(kv16 * 2).c_str(), q8 ? ", " : "",
-              q8 ? (mib(kv_bytes_per_token(c, KvType::Q8_0) * ctx) + " at q8_0").c_str() : "");
+  std::string quantized;  // the quantized types this head_dim can be stored in
+  for (KvType t : {KvType::Q8_0, KvType::Q4_0})
+    if (kv_type_unsupported(t, c.head_dim).empty())
+      quantized += ", " + mib(kv_bytes_per_token(c, t) * ctx) + " at " + std::string(kv_type_name(t));
+  std::printf("memory:        weights %s (memory-mapped) + KV %s per %d-token context at f16 (%s at f32%s)\n",
+              mib(weight_bytes).c_str(), mib(kv16).c_str(), n_ctx, mib(kv16 * 2).c_str(), quantized.c_str());
   return 0;
 }
 

@@ -109,7 +109,7 @@ json kv_events_json(const KvEventPublisher* publisher) {
           {"blocks_unhashable", c.blocks_unhashable}};
 }
 
-// What the pool's blocks hold: with q8_0 K/V a block is smaller, so the same
+// What the pool's blocks hold: with q8_0 or q4_0 K/V a block is smaller, so the same
 // --kv-memory-mb holds more blocks, hence more tokens.
 void add_kv_layout(json& cache, const KvGeometry& g, std::size_t blocks_total) {
   cache["cache_type_k"] = std::string(kv_type_name(g.types.k));

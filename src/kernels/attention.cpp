@@ -21,7 +21,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 // With an f16 cache both operands of each product are f16 values: the query
 // against f16 K and the probabilities against f16 V. That is llama.cpp's
 // precision with an f16 cache, so the golden outputs it produced are
-// reproduced closely. Against f32 or q8_0 rows the operand stays f32.
+// reproduced closely. Against f32, q8_0 or q4_0 rows the operand stays f32.
 void round_to_f16(const AttnKernels& a, const VecKernels& v, const float* x, std::size_t n, float* dst) {
   std::array<std::byte, 512> half;
   for (std::size_t i = 0; i < n; i += half.size() / 2) {

@@ -17,8 +17,8 @@ namespace clm {
 // scale * q.k in f32; softmax subtracts the max; out = sum_s p_s v_s with the
 // sums taken in slot order. With f16 K, q is rounded to f16 before q.k; with
 // f16 V, p is rounded to f16 before p.v (f16 x f16 products, f32 sums), as
-// llama.cpp does. f32 and q8_0 rows meet the f32 operand as their exact f32
-// values (q8_0: d * q, kv_row_codec.h).
+// llama.cpp does. f32, q8_0 and q4_0 rows meet the f32 operand as their
+// exact f32 values (q8_0, q4_0: d * q, kv_row_codec.h).
 // The arithmetic of each step, lane by lane, is attn_kernels.h's.
 // A query that sees no slot gets out = 0.
 // scratch: at least n_slots + head_dim floats. slot_mass: null, or n_slots floats to
@@ -88,7 +88,8 @@ void attend_paged_head_cascade(const CascadeQuery* queries, int n_queries, int s
 
 // Stores one token's k, v ([n_kv_heads][head_dim] f32) at row offset_in_block
 // of `block` for `layer`, K as g.types.k and V as g.types.v (f16: round to
-// nearest even; q8_0: quantize_q8_0_row, one token's row alone).
+// nearest even; q8_0, q4_0: quantize_q8_0_row, quantize_q4_0_row, one
+// token's row alone).
 void write_kv(const float* k, const float* v, const KvGeometry& g, int layer, std::byte* block,
               int offset_in_block);
 

@@ -18,7 +18,8 @@
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx2,fma,f16c")
-#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
+#include "kernels/q4_element_f16c.h"  // inside the region: these use F16C
+#include "kernels/q8_element_f16c.h"
 
 namespace clm {
 
@@ -46,6 +47,22 @@ struct LoadQ8 : Q8ElementF16c {
   static __m256 vec(const std::byte* p, std::size_t i) {
     const __m256 d = _mm256_set1_ps(scale(p, i));
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
+};
+// The same for q4_0: the eight values are four whole bytes of one group,
+// read exactly (a wider load could pass the row's end), their nibbles
+// interleaved back into element order (low, high, low, ...).
+struct LoadQ4 : Q4ElementF16c {
+  static __m256 vec(const std::byte* p, std::size_t i) {
+    const __m256 d = _mm256_set1_ps(scale(p, i));
+    int32_t four;
+    std::memcpy(&four, p + q4_byte_offset(i), 4);
+    const __m128i b = _mm_cvtsi32_si128(four);
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(b, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
     return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
 };
@@ -215,7 +232,7 @@ const AttnKernels& avx2_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

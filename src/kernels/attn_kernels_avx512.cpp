@@ -17,7 +17,8 @@
 #include "util/half.h"
 
 CLM_TARGET_BEGIN("avx512f,avx512bw,avx2,fma,f16c")
-#include "kernels/q8_element_f16c.h"  // inside the region: it uses F16C
+#include "kernels/q4_element_f16c.h"  // inside the region: these use F16C
+#include "kernels/q8_element_f16c.h"
 // GCC 12's own 512->256 casts read a deliberately undefined register, which
 // -Wuninitialized reports once the intrinsics are inlined here.
 #pragma GCC diagnostic push
@@ -52,6 +53,19 @@ struct LoadQ8 : Q8ElementF16c {
   static __m512 vec(const std::byte* p, std::size_t i) {
     const __m512 d = _mm512_set1_ps(scale(p, i));
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + q8_value_offset(i)));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+};
+// The same for q4_0: the sixteen values are eight whole bytes of one group,
+// their nibbles interleaved back into element order (low, high, low, ...).
+struct LoadQ4 : Q4ElementF16c {
+  static __m512 vec(const std::byte* p, std::size_t i) {
+    const __m512 d = _mm512_set1_ps(scale(p, i));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + q4_byte_offset(i)));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(b, mask);
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    const __m128i q = _mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), _mm_set1_epi8(8));
     return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
   }
 };
@@ -425,7 +439,7 @@ const AttnKernels& avx512_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -86,6 +86,37 @@ struct LoadQ8 {
   }
 };
 
+// The same for q4_0: the values are whole bytes of one group (two for vec,
+// eight for chunk, read exactly: a wider load could pass the row's end),
+// their nibbles zipped back into element order (low, high, low, ...).
+struct LoadQ4 {
+  static float scale(const std::byte* p, std::size_t i) { return f16_bits_to_f32(p + q4_scale_offset(i)); }
+  // Bytes b as 2 * 8 nibbles in element order, each q = nibble - 8.
+  static int8x16_t nibbles(uint8x8_t b) {
+    const uint8x8_t lo = vand_u8(b, vdup_n_u8(0x0F));
+    const uint8x8_t hi = vshr_n_u8(b, 4);
+    const uint8x16_t n = vcombine_u8(vzip1_u8(lo, hi), vzip2_u8(lo, hi));
+    return vsubq_s8(vreinterpretq_s8_u8(n), vdupq_n_s8(8));
+  }
+  static float32x4_t vec(const std::byte* p, std::size_t i) {
+    uint16_t two;
+    std::memcpy(&two, p + q4_byte_offset(i), 2);
+    const int16x8_t q = vmovl_s8(vget_low_s8(nibbles(vreinterpret_u8_u16(vdup_n_u16(two)))));
+    return vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(q))), scale(p, i));
+  }
+  static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
+    const int8x16_t q = nibbles(vld1_u8(reinterpret_cast<const uint8_t*>(p + q4_byte_offset(i))));
+    const float d = scale(p, i);
+    const int16x8_t lo = vmovl_s8(vget_low_s8(q));
+    const int16x8_t hi = vmovl_high_s8(q);
+    v[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
+    v[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
+    v[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
+    v[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+  }
+  static float one(const std::byte* p, std::size_t i) { return scale(p, i) * static_cast<float>(q4_value(p, i)); }
+};
+
 // 2^n for integral n in [-126, 127], built in the exponent field.
 inline float32x4_t pow2(float32x4_t n) {
   const int32x4_t e = vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127));
@@ -247,7 +278,7 @@ const AttnKernels& neon_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

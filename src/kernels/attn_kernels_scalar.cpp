@@ -21,6 +21,7 @@ constexpr std::size_t kLanes = 16;
 inline float load_f32(const std::byte* p, std::size_t i) { return read_f32_element(p + 4 * i); }
 inline float load_f16(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 inline float load_q8_0(const std::byte* p, std::size_t i) { return read_q8_0_element(p, i); }
+inline float load_q4_0(const std::byte* p, std::size_t i) { return read_q4_0_element(p, i); }
 
 void exp_row(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] = attn_exp::exp_ref(x[i]);
@@ -110,7 +111,7 @@ const AttnKernels& scalar_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<load_f16>(), row_kernels<load_f32>(),
-                                                  row_kernels<load_q8_0>()},
+                                                  row_kernels<load_q8_0>(), row_kernels<load_q4_0>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

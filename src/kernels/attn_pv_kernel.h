@@ -7,7 +7,7 @@
 // and K/V row loaders Load with Load::vec(row, index) -> V::Reg (elements
 // index.. of the row, index a multiple of V::kWidth) and Load::one(row, index)
 // -> float. A loader addresses elements rather than bytes, so a row layout
-// with scales between its values (q8_0) loads like a plain one.
+// with scales between its values (q8_0, q4_0) loads like a plain one.
 //
 // The order, the only one any routine here performs: every output element
 // d of a query is its own chain out[d] = fma(p[r], v_r[d], out[d]) over rows

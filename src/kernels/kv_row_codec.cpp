@@ -29,6 +29,31 @@ void quantize_q8_0_row(const float* x, int head_dim, std::byte* row) {
   }
 }
 
+void quantize_q4_0_row(const float* x, int head_dim, std::byte* row) {
+  assert(kv_type_unsupported(KvType::Q4_0, head_dim).empty());
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  const std::size_t group = static_cast<std::size_t>(q4_group_size(head_dim));
+  for (std::size_t g0 = 0; g0 < hd; g0 += group) {
+    float m = 0.0f;
+    for (std::size_t i = g0; i < g0 + group; ++i)
+      if (std::fabs(x[i]) > std::fabs(m)) m = x[i];  // false for a NaN: m stays a number
+    uint16_t d_bits = f32_to_f16(m / -8.0f);
+    const float d = f16_to_f32(d_bits);
+    const bool usable = d != 0.0f && std::isfinite(d);
+    if (!usable) d_bits = 0;  // reads back as zeros, never inf * 0
+    std::memcpy(row + q4_scale_offset(g0), &d_bits, 2);
+    for (std::size_t i = g0; i < g0 + group; i += 2) {
+      unsigned nibbles[2];
+      for (std::size_t k = 0; k < 2; ++k) {
+        const float r = usable ? std::round(x[i + k] / d) : 0.0f;
+        const float c = std::isnan(r) ? 0.0f : std::fmin(7.0f, std::fmax(-8.0f, r));
+        nibbles[k] = static_cast<unsigned>(static_cast<int>(c) + 8);
+      }
+      row[q4_byte_offset(i)] = static_cast<std::byte>(nibbles[0] | nibbles[1] << 4);
+    }
+  }
+}
+
 void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row) {
   const std::size_t hd = static_cast<std::size_t>(head_dim);
   switch (t) {
@@ -40,6 +65,7 @@ void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row) {
       }
       return;
     case KvType::Q8_0: quantize_q8_0_row(x, head_dim, row); return;
+    case KvType::Q4_0: quantize_q4_0_row(x, head_dim, row); return;
   }
 }
 

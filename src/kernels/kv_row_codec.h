@@ -2,9 +2,9 @@
 // every type. Storing is one scalar routine per type, used by every kernel
 // path, so the bytes of a row depend only on its values and its type, never
 // on the CPU's SIMD family: a cache hit holds what a cold run writes.
-// Reading a q8_0 element is exact in f32 (an f16 scale times an int8 fits
-// f32's 24-bit significand), so any path that dequantizes gets the same
-// floats as dequantize_kv_row.
+// Reading a q8_0 or q4_0 element is exact in f32 (an f16 scale times an int8
+// fits f32's 24-bit significand), so any path that dequantizes gets the same
+// floats as decode_kv_row.
 #pragma once
 
 #include <cstddef>
@@ -30,12 +30,35 @@ inline float read_q8_0_element(const std::byte* row, std::size_t i) {
   return read_f16_element(row + q8_scale_offset(i)) * static_cast<float>(q);
 }
 
+// A q4_0 group is its f16 scale d, then its values two to a byte: element
+// 2j in the low nibble of byte j, 2j + 1 in the high one, each stored as
+// q + 8 (0..15). Pairs of neighbours rather than llama.cpp's block_q4_0
+// order (j with j + 16) so that any even run of elements is a run of whole
+// bytes, which a one-group head narrower than 32 also needs; these rows never
+// leave this cache as ggml blocks. Byte offset of element i's byte, and of
+// its group's scale; one formula for both group shapes, as q8_0's.
+inline std::size_t q4_byte_offset(std::size_t i) {
+  return (i / kQ4GroupSize) * (kQ4GroupSize / 2 + 2) + 2 + (i % kQ4GroupSize) / 2;
+}
+inline std::size_t q4_scale_offset(std::size_t i) { return (i / kQ4GroupSize) * (kQ4GroupSize / 2 + 2); }
+
+// q (-8..7) of element i.
+inline int q4_value(const std::byte* row, std::size_t i) {
+  const auto b = static_cast<unsigned>(row[q4_byte_offset(i)]);
+  return static_cast<int>(i % 2 == 0 ? b & 0x0Fu : b >> 4) - 8;
+}
+
+inline float read_q4_0_element(const std::byte* row, std::size_t i) {
+  return read_f16_element(row + q4_scale_offset(i)) * static_cast<float>(q4_value(row, i));
+}
+
 // Element i of a row of type t, as f32.
 inline float read_kv_element(KvType t, const std::byte* row, std::size_t i) {
   switch (t) {
     case KvType::F16: return read_f16_element(row + 2 * i);
     case KvType::F32: return read_f32_element(row + 4 * i);
     case KvType::Q8_0: return read_q8_0_element(row, i);
+    case KvType::Q4_0: return read_q4_0_element(row, i);
   }
   return 0.0f;
 }
@@ -48,6 +71,18 @@ inline float read_kv_element(KvType t, const std::byte* row, std::size_t i) {
 // 0, stores d = 0 and q = 0; a NaN value stores q = 0.
 // Precondition: kv_type_unsupported(Q8_0, head_dim) is empty.
 void quantize_q8_0_row(const float* x, int head_dim, std::byte* row);
+
+// The q4_0 rounding, per group, llama.cpp's q4_0 convention: m is the value
+// of largest magnitude (the first of equals; NaN never), d = m / -8 rounded
+// to f16 (so d may be negative, and m reads back as d * -8), then each
+// q = round(x / d) (halves away from zero) clamped to [-8, 7]: the values of
+// m's sign get 8 steps, the others 7 and are clamped (a value of -m reads
+// back as 7d, one step short). As in q8_0 the stored d is the one divided
+// by. A group of zeros, or a d that rounds to 0 or is not finite (an
+// infinite value, or one past f16's range), stores d = 0 and q = 0, so it
+// reads back as zeros; a NaN value stores q = 0.
+// Precondition: kv_type_unsupported(Q4_0, head_dim) is empty.
+void quantize_q4_0_row(const float* x, int head_dim, std::byte* row);
 
 // x (head_dim f32) stored as a row of type t (f16: nearest even).
 void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row);

@@ -7,6 +7,7 @@ std::string_view kv_type_name(KvType t) {
     case KvType::F16: return "f16";
     case KvType::F32: return "f32";
     case KvType::Q8_0: return "q8_0";
+    case KvType::Q4_0: return "q4_0";
   }
   return "unknown";
 }
@@ -20,10 +21,15 @@ std::optional<KvType> parse_kv_type(std::string_view name) {
 }
 
 std::string kv_type_unsupported(KvType t, int head_dim) {
-  if (t != KvType::Q8_0 || head_dim % q8_group_size(head_dim) == 0) return {};
-  return "q8_0 stores a head in groups of " + std::to_string(kQ8GroupSize) +
-         " values (or one group below that), and this model's head_dim " + std::to_string(head_dim) +
-         " is neither";
+  if (t == KvType::Q8_0 && head_dim % q8_group_size(head_dim) != 0)
+    return "q8_0 stores a head in groups of " + std::to_string(kQ8GroupSize) +
+           " values (or one group below that), and this model's head_dim " + std::to_string(head_dim) +
+           " is neither";
+  if (t == KvType::Q4_0 && (head_dim % q4_group_size(head_dim) != 0 || head_dim % 2 != 0))
+    return "q4_0 stores a head in groups of " + std::to_string(kQ4GroupSize) +
+           " values (or one group of an even number of values below that), two values to a byte, and this "
+           "model's head_dim " + std::to_string(head_dim) + " is neither";
+  return {};
 }
 
 std::string kv_types_text(KvTypes t) {

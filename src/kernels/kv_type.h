@@ -15,8 +15,10 @@ namespace clm {
 
 // F16/F32: plain elements. Q8_0: int8 values in groups along head_dim, each
 // group led by its f16 scale d (value = d * q), llama.cpp's block_q8_0 layout.
-enum class KvType : uint8_t { F16, F32, Q8_0 };
-inline constexpr int kKvTypeCount = 3;
+// Q4_0: 4-bit values q in [-8, 7] in groups along head_dim, each group led by
+// its f16 scale d (value = d * q), two values to a byte (kv_row_codec.h).
+enum class KvType : uint8_t { F16, F32, Q8_0, Q4_0 };
+inline constexpr int kKvTypeCount = 4;
 
 // Elements per q8_0 group. A group never spans two tokens: a token's bytes
 // depend on its own values only, so appending a token one decode step at a
@@ -26,14 +28,18 @@ inline constexpr int kKvTypeCount = 3;
 // costs one 2-byte scale per head_dim values; wider heads must split into
 // whole groups (kv_type_unsupported).
 inline constexpr int kQ8GroupSize = 32;
+// Elements per q4_0 group, by the same rule (and for the same reason) as
+// q8_0's; a group's values fill whole bytes, so a head must be even.
+inline constexpr int kQ4GroupSize = 32;
 
-std::string_view kv_type_name(KvType t);  // "f16", "f32", "q8_0": the flags' spelling
+std::string_view kv_type_name(KvType t);  // "f16", "f32", "q8_0", "q4_0": the flags' spelling
 std::optional<KvType> parse_kv_type(std::string_view name);
-inline bool is_quantized(KvType t) { return t == KvType::Q8_0; }
+inline bool is_quantized(KvType t) { return t == KvType::Q8_0 || t == KvType::Q4_0; }
 
 // Elements of one q8_0 group for this head width: the whole head when it is
 // narrower than kQ8GroupSize.
 inline int q8_group_size(int head_dim) { return head_dim < kQ8GroupSize ? head_dim : kQ8GroupSize; }
+inline int q4_group_size(int head_dim) { return head_dim < kQ4GroupSize ? head_dim : kQ4GroupSize; }
 
 // Bytes of one row of head_dim elements of type t.
 inline std::size_t kv_row_bytes(KvType t, int head_dim) {
@@ -42,6 +48,7 @@ inline std::size_t kv_row_bytes(KvType t, int head_dim) {
     case KvType::F16: return 2 * hd;
     case KvType::F32: return 4 * hd;
     case KvType::Q8_0: return hd + 2 * (hd / static_cast<std::size_t>(q8_group_size(head_dim)));
+    case KvType::Q4_0: return hd / 2 + 2 * (hd / static_cast<std::size_t>(q4_group_size(head_dim)));
   }
   return 0;
 }

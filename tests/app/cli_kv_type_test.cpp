@@ -1,8 +1,9 @@
 // The K/V type flags through the real executable: every command that builds
 // a KV cache takes them; a bad value, a contradiction or a type the model's
 // heads cannot take is an error naming the flag; the disk tier never hands
-// one type's entries to another; and `serve`'s /stats shows the smaller q8_0
-// blocks as more tokens in the same --kv-memory-mb.
+// one type's entries to another; `serve`'s /stats shows the smaller q8_0 and
+// q4_0 blocks as more tokens in the same --kv-memory-mb; `info` gives the
+// memory of the types the model's heads can take.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -45,7 +46,8 @@ TEST(CliKvType, BadValuesAndContradictionsAreErrorsNamingTheFlag) {
     std::string why;
   };
   const std::vector<Bad> bad = {
-      {"run -m " + real_model() + " -n 1 -p Once --cache-type-k q4_0", "--cache-type-k", "q8_0"},
+      {"run -m " + real_model() + " -n 1 -p Once --cache-type-k q4_1", "--cache-type-k", "q8_0"},
+      {"run -m " + real_model() + " -n 1 -p Once --cache-type-k q4", "--cache-type-k", "q4_0"},
       {"run -m " + real_model() + " -n 1 -p Once --cache-type-v F16", "--cache-type-v", "f16"},
       {"run -m " + real_model() + " -n 1 -p Once --kv-type f16 --cache-type-v q8_0", "--kv-type", "excludes"},
       {"serve -m " + real_model() + " --port 0 --cache-type-k fp8", "--cache-type-k", "q8_0"},
@@ -60,20 +62,26 @@ TEST(CliKvType, BadValuesAndContradictionsAreErrorsNamingTheFlag) {
   }
 }
 
-// head_dim 40: above one group and not a multiple of 32.
+// head_dim 40: above one group and not a multiple of 32, for q8_0 and q4_0
+// alike. `info` leaves out the types the heads cannot take.
 TEST(CliKvType, AHeadQ8CannotStoreIsAnErrorNamingTheFlag) {
   const std::string model = test::temp_dir() + "/hd40.gguf";
   const auto made = run_command(cli() + " make-model --preset tiny --embd 80 --heads 2 --kv-heads 2 --head-dim 40 -o " +
                                 shell_quote(model));
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  for (const char* flag : {"--cache-type-k", "--cache-type-v"}) {
-    const auto r = run_command(cli() + " run -n 1 -p Once -m " + shell_quote(model) + " " + flag + " q8_0");
-    EXPECT_NE(r.exit_code, 0) << flag;
-    EXPECT_NE(r.err.find(std::string(flag) + " q8_0"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("head_dim 40"), std::string::npos) << r.err;
-  }
+  for (const std::string type : {"q8_0", "q4_0"})
+    for (const char* flag : {"--cache-type-k", "--cache-type-v"}) {
+      const auto r = run_command(cli() + " run -n 1 -p Once -m " + shell_quote(model) + " " + flag + " " + type);
+      EXPECT_NE(r.exit_code, 0) << flag;
+      EXPECT_NE(r.err.find(std::string(flag) + " " + type), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("head_dim 40"), std::string::npos) << r.err;
+    }
   const auto f16 = run_command(cli() + " run -n 1 -p Once -m " + shell_quote(model) + " --kv-type f16");
   EXPECT_EQ(f16.exit_code, 0) << f16.err;
+  const auto info = run_command(cli() + " info " + shell_quote(model));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(info.out.find(" at q8_0"), std::string::npos) << info.out;
+  EXPECT_EQ(info.out.find(" at q4_0"), std::string::npos) << info.out;
 }
 
 json run_with(const std::string& dir, const std::string& types) {
@@ -97,7 +105,7 @@ TEST(CliKvType, DiskEntriesOfOneKvTypeAreAMissForAnother) {
   const int reusable = n % 16 == 0 ? n - 1 : n / 16 * 16;
 
   for (const char* other : {"--kv-type f16", "--kv-type f32", "--cache-type-k q8_0 --cache-type-v f16",
-                            "--cache-type-k f16 --cache-type-v q8_0"}) {
+                            "--cache-type-k f16 --cache-type-v q8_0", "--cache-type-k q8_0 --cache-type-v q4_0"}) {
     const json miss = run_with(dir, other);
     ASSERT_FALSE(miss.is_null()) << other;
     EXPECT_EQ(miss["cached_tokens"], 0) << other << " used entries q8_0 wrote";
@@ -139,6 +147,37 @@ TEST(CliKvType, StatsShowTheQ8PoolHoldingMoreTokens) {
   EXPECT_GE(q8_tokens / f16_tokens, 1.85) << f16_tokens << " " << q8_tokens;
   EXPECT_LT(q8["cache"]["block_bytes"].get<double>(), f16["cache"]["block_bytes"].get<double>() / 1.85);
   EXPECT_EQ(f16["cache"]["capacity_tokens"], f16["cache"]["blocks_total"].get<int>() * 16);
+}
+
+// The same model and pool in q4_0 (36 bytes a row against f16's 128): at
+// least 3.4x the tokens; K in q8_0 with V in q4_0 lies between. `info` gives
+// the per-context memory of both quantized types.
+TEST(CliKvType, StatsShowTheQ4PoolHoldingMoreTokens) {
+  const std::string model = test::temp_dir() + "/hd64.gguf";
+  const auto made = run_command(cli() + " make-model --preset tiny --embd 128 --heads 2 --kv-heads 2 -o " +
+                                shell_quote(model));
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const json f16 = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16"});
+  const json q4 = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16", "--kv-type", "q4_0"});
+  const json mixed = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16", "--cache-type-k", "q8_0",
+                               "--cache-type-v", "q4_0"});
+  ASSERT_TRUE(f16.contains("cache") && q4.contains("cache") && mixed.contains("cache"))
+      << f16.dump() << q4.dump() << mixed.dump();
+  EXPECT_EQ(q4["cache"]["cache_type_k"], "q4_0");
+  EXPECT_EQ(q4["cache"]["cache_type_v"], "q4_0");
+  EXPECT_EQ(mixed["cache"]["cache_type_k"], "q8_0");
+  EXPECT_EQ(mixed["cache"]["cache_type_v"], "q4_0");
+  const double f16_tokens = f16["cache"]["capacity_tokens"].get<double>();
+  const double q4_tokens = q4["cache"]["capacity_tokens"].get<double>();
+  const double mixed_tokens = mixed["cache"]["capacity_tokens"].get<double>();
+  EXPECT_GT(f16_tokens, 0);
+  EXPECT_GE(q4_tokens / f16_tokens, 3.4) << f16_tokens << " " << q4_tokens;
+  EXPECT_GE(mixed_tokens / f16_tokens, 2.4) << f16_tokens << " " << mixed_tokens;  // 256 / (68 + 36)
+  EXPECT_LT(mixed_tokens, q4_tokens);
+  const auto info = run_command(cli() + " info " + shell_quote(model));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find(" at q8_0"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find(" at q4_0"), std::string::npos) << info.out;
 }
 
 }  // namespace

@@ -80,12 +80,16 @@ TEST(EngineFlags, CacheTypesLandInTheirFields) {
   EXPECT_EQ(parse({"--cache-type-k", "f32", "--cache-type-v", "q8_0"}).options.pool.kv_types,
             (KvTypes{KvType::F32, KvType::Q8_0}));
   EXPECT_EQ(parse({"--kv-type", "q8_0"}).options.pool.kv_types, KvTypes{KvType::Q8_0});
+  EXPECT_EQ(parse({"--cache-type-k", "q8_0", "--cache-type-v", "q4_0"}).options.pool.kv_types,
+            (KvTypes{KvType::Q8_0, KvType::Q4_0}));
+  EXPECT_EQ(parse({"--kv-type", "q4_0"}).options.pool.kv_types, KvTypes{KvType::Q4_0});
 }
 
 TEST(EngineFlags, BadValuesAreRefusedByName) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--max-batch-tokens", "0"}, {"--kv-type", "q8"}, {"--reuse", "mix"}, {"--no-prefix-cache", "--reuse", "off"},
-           {"--cache-type-k", "q4_0"}, {"--cache-type-v", "Q8_0"}, {"--kv-type", "f16", "--cache-type-k", "q8_0"}}) {
+           {"--cache-type-k", "q4_1"}, {"--cache-type-v", "Q8_0"}, {"--cache-type-v", "Q4_0"},
+           {"--kv-type", "f16", "--cache-type-k", "q8_0"}}) {
     CLI::App app("test");
     EngineFlags flags;
     add_engine_flags(app, flags);

@@ -112,7 +112,7 @@ void check_batching_and_chunking(Model& model, KvTypes kv) {
 }
 
 // Within one pair of K/V types a hit equals a cold run bit for bit: q8_0
-// rows hold per-token bytes, so a block filled one decode step at a time
+// and q4_0 rows hold per-token bytes, so a block filled one decode step at a time
 // holds what a prefill of it holds.
 class SchedulerExactness : public ::testing::TestWithParam<KvTypes> {};
 
@@ -132,7 +132,8 @@ TEST_P(SchedulerExactness, Q8SyntheticModelBatchingAndChunkingAreBitwiseIdentica
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, SchedulerExactness,
                          ::testing::Values(KvTypes{KvType::F16}, KvTypes{KvType::F32}, KvTypes{KvType::Q8_0},
-                                           KvTypes{KvType::Q8_0, KvType::F16}),
+                                           KvTypes{KvType::Q8_0, KvType::F16}, KvTypes{KvType::Q4_0},
+                                           KvTypes{KvType::Q8_0, KvType::Q4_0}),
                          [](const auto& param_info) {
                            std::string name = kv_types_text(param_info.param);
                            std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');

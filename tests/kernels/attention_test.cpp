@@ -32,18 +32,25 @@ struct Arena {
   std::vector<std::byte*> blocks;
 };
 
-// The K/V type pairs every test runs on: each type alone, and q8_0 beside
-// f16 each way round (the query and probability roundings follow K and V).
-const KvTypes kTypePairs[] = {KvType::F32, KvType::F16, KvType::Q8_0, {KvType::Q8_0, KvType::F16},
-                              {KvType::F16, KvType::Q8_0}};
+// The K/V type pairs every test runs on: each type alone, q8_0 beside f16
+// each way round (the query and probability roundings follow K and V), and
+// q4_0 V beside f16 and q8_0 K (the pairs docs/QUALITY.md measures).
+const KvTypes kTypePairs[] = {KvType::F32,
+                              KvType::F16,
+                              KvType::Q8_0,
+                              {KvType::Q8_0, KvType::F16},
+                              {KvType::F16, KvType::Q8_0},
+                              KvType::Q4_0,
+                              {KvType::F16, KvType::Q4_0},
+                              {KvType::Q8_0, KvType::Q4_0}};
 
-bool has_q8(KvTypes t) { return t.k == KvType::Q8_0 || t.v == KvType::Q8_0; }
+bool has_quantized(KvTypes t) { return is_quantized(t.k) || is_quantized(t.v); }
 
-// Odd head sizes where the type allows them: q8_0 takes a whole-head group
-// below 32 (24: a tail on every path; 30 and 37 also leave single elements
-// after 4-wide registers) or whole groups of 32.
+// Odd head sizes where the type allows them: q8_0 and q4_0 take a
+// whole-head group below 32 (24: a tail on every path; 30 and 37 also leave
+// single elements after 4-wide registers) or whole groups of 32.
 std::vector<int> head_dims(KvTypes t) {
-  return has_q8(t) ? std::vector<int>{64, 24, 30} : std::vector<int>{64, 36, 37};
+  return has_quantized(t) ? std::vector<int>{64, 24, 30} : std::vector<int>{64, 36, 37};
 }
 
 // Element d of the K (or V) row of slot s for (layer, kv head), as stored.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -190,14 +191,17 @@ Rows make_rows(KvType t, int n, std::size_t hd, unsigned seed) {
   return r;
 }
 
-constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0};
+constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0, KvType::Q4_0};
+static_assert(std::size(kAllTypes) == kKvTypeCount, "a new KvType joins the kernel tests");
 
 // Head sizes to try for a type: the float types any size, odd ones
-// included; q8_0 the sizes it can store, below one group (8, 24: tails on
-// every path; 30: also a tail of single elements after 4-wide registers)
-// and whole groups (64, 96, 128).
+// included; the quantized types the sizes they can store, below one group
+// (8, 24: tails on every path; 30: also a tail of single elements after
+// 4-wide registers; q4_0 also 6, a head narrower than every register, and
+// 18, a 16-wide chunk and a tail of two) and whole groups (64, 96, 128).
 std::vector<std::size_t> head_sizes(KvType t, std::vector<std::size_t> float_sizes) {
   if (t == KvType::Q8_0) return {64, 128, 24, 8, 96, 30};
+  if (t == KvType::Q4_0) return {64, 128, 24, 8, 96, 30, 6, 18};
   return float_sizes;
 }
 
@@ -299,7 +303,7 @@ TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
       for (int i : {2, 7}) {  // queries 2 and 7 see row 4 and the last row with probability 0
         for (int r : {4, kRows - 1}) p[static_cast<std::size_t>(i) * kPStride + static_cast<std::size_t>(r)] = 0.0f;
       }
-      // All bits set: NaN in every float layout, a NaN scale in q8_0's.
+      // All bits set: NaN in every float layout, a NaN scale in q8_0's and q4_0's.
       for (int r : {4, kRows - 1})
         std::memset(v_nan.bytes.data() + static_cast<std::size_t>(r) * v.stride, 0xff, v.stride);
       const auto init = test::random_floats(kMaxQ * hd, 33);
@@ -336,31 +340,35 @@ TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
   }
 }
 
-// q8_0 p.V: bitwise the scalar reference on every path, at every head size
-// q8_0 takes, and rows with p == 0 not read (their scale is NaN here).
-TEST(AttnKernels, Q8PvMatchesScalarAndSkipsZeroProbabilities) {
-  for (std::size_t hd : head_sizes(KvType::Q8_0, {})) {
-    constexpr int kRows = 23;
-    const Rows v = make_rows(KvType::Q8_0, kRows, hd, 41);
-    Rows v_nan = v;
-    auto p = test::random_floats(kRows, 42, 0.0f, 0.2f);
-    for (int r : {0, 5, 22}) {
-      p[static_cast<std::size_t>(r)] = 0.0f;
-      std::memset(v_nan.bytes.data() + static_cast<std::size_t>(r) * v.stride, 0xff, v.stride);
-    }
-    const auto init = test::random_floats(hd, 43);
-    auto want = init;
-    scalar_attn_kernels().rows(KvType::Q8_0).pv(p.data(), v.bytes.data(), v.stride, kRows, hd, want.data());
-    for (std::size_t d = 0; d < hd; ++d) {
-      double ref = init[d];
-      for (int r = 0; r < kRows; ++r) ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v.values[r * hd + d];
-      EXPECT_NEAR(want[d], ref, 1e-5);
-    }
-    for (KernelPath path : test::supported_paths()) {
-      auto got = init;
-      attn_kernels(path).rows(KvType::Q8_0).pv(p.data(), v_nan.bytes.data(), v.stride, kRows, hd, got.data());
-      for (std::size_t d = 0; d < hd; ++d)
-        ASSERT_TRUE(same_bits(got[d], want[d])) << kernel_path_name(path) << " hd " << hd << " d " << d;
+// Quantized p.V: bitwise the scalar reference on every path, at every head
+// size the type takes, and rows with p == 0 not read (their scale is NaN here).
+TEST(AttnKernels, QuantizedPvMatchesScalarAndSkipsZeroProbabilities) {
+  for (KvType type : {KvType::Q8_0, KvType::Q4_0}) {
+    for (std::size_t hd : head_sizes(type, {})) {
+      constexpr int kRows = 23;
+      const Rows v = make_rows(type, kRows, hd, 41);
+      Rows v_nan = v;
+      auto p = test::random_floats(kRows, 42, 0.0f, 0.2f);
+      for (int r : {0, 5, 22}) {
+        p[static_cast<std::size_t>(r)] = 0.0f;
+        std::memset(v_nan.bytes.data() + static_cast<std::size_t>(r) * v.stride, 0xff, v.stride);
+      }
+      const auto init = test::random_floats(hd, 43);
+      auto want = init;
+      scalar_attn_kernels().rows(type).pv(p.data(), v.bytes.data(), v.stride, kRows, hd, want.data());
+      for (std::size_t d = 0; d < hd; ++d) {
+        double ref = init[d];
+        for (int r = 0; r < kRows; ++r)
+          ref += static_cast<double>(p[static_cast<std::size_t>(r)]) * v.values[r * hd + d];
+        EXPECT_NEAR(want[d], ref, 1e-5);
+      }
+      for (KernelPath path : test::supported_paths()) {
+        auto got = init;
+        attn_kernels(path).rows(type).pv(p.data(), v_nan.bytes.data(), v.stride, kRows, hd, got.data());
+        for (std::size_t d = 0; d < hd; ++d)
+          ASSERT_TRUE(same_bits(got[d], want[d]))
+              << kernel_path_name(path) << " " << kv_type_name(type) << " hd " << hd << " d " << d;
+      }
     }
   }
 }

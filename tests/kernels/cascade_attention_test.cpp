@@ -59,12 +59,12 @@ Seq make_seq(Pool& pool, std::vector<int> physical, int n_slots, int shared, int
 TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0}) {
-      // Head size 40 (q8_0: 24, a one-group head with a tail) takes the
-      // kernels' general loops, 64 their unrolled ones; 37 (q8_0: 30) leaves
-      // single elements after the registers of every path's width.
-      const int odd = type == KvType::Q8_0 ? 24 : 40;
-      const int odder = type == KvType::Q8_0 ? 30 : 37;
+    for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
+      // Head size 40 (q8_0, q4_0: 24, a one-group head with a tail) takes
+      // the kernels' general loops, 64 their unrolled ones; 37 (q8_0, q4_0:
+      // 30) leaves single elements after the registers of every path's width.
+      const int odd = is_quantized(type) ? 24 : 40;
+      const int odder = is_quantized(type) ? 30 : 37;
       for (auto [ratio, head_dim] :
            {std::pair{1, odd}, std::pair{4, odd}, std::pair{4, 64}, std::pair{2, odder}}) {
         const KvGeometry g{2, 2, head_dim, kBlock, type};

@@ -37,7 +37,7 @@ TEST(KvRowCodec, TypeNamesRoundTrip) {
     const auto t = static_cast<KvType>(i);
     EXPECT_EQ(parse_kv_type(kv_type_name(t)), t);
   }
-  EXPECT_FALSE(parse_kv_type("q4_0"));
+  EXPECT_FALSE(parse_kv_type("q4_1"));
   EXPECT_FALSE(parse_kv_type("F16"));
   EXPECT_EQ(kv_types_text({KvType::Q8_0, KvType::F16}), "k=q8_0,v=f16");
   EXPECT_EQ(kv_types_text(KvType::Q8_0), "q8_0");

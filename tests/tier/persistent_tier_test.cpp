@@ -121,10 +121,11 @@ TEST_P(PersistentTier, AnotherModelsEntriesAreMissesAndStayTheirs) {
 
 TEST_P(PersistentTier, AnotherKvGeometryIsAMissNotDamage) {
   ASSERT_TRUE(open()->put(make_tier_entry(kModel, 5, kNoKey)));
-  // Every other pair of K/V types (q8_0 included, K and V apart) reads the
-  // f16 entry as a miss, and leaves it in place for the f16 pool.
+  // Every other pair of K/V types (q8_0 and q4_0 included, K and V apart)
+  // reads the f16 entry as a miss, and leaves it in place for the f16 pool.
   for (KvTypes types : {KvTypes{KvType::F32}, KvTypes{KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16},
-                        KvTypes{KvType::F16, KvType::Q8_0}}) {
+                        KvTypes{KvType::F16, KvType::Q8_0}, KvTypes{KvType::Q4_0},
+                        KvTypes{KvType::F16, KvType::Q4_0}}) {
     auto store = open_entry_store(spec_, options_);
     KvGeometry other_types = small_tier_geometry();
     other_types.types = types;
