@@ -19,17 +19,7 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 
 constexpr std::size_t kTtftWindow = 1024;
 
-// Nearest-rank percentile of an unsorted sample.
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  std::size_t rank = static_cast<std::size_t>(p * static_cast<double>(v.size()) + 0.999999);
-  rank = std::clamp<std::size_t>(rank, 1, v.size());
-  return v[rank - 1];
-}
-
 }  // namespace
-
 
 Scheduler::Scheduler(Model& model, KvCacheManager& cache, ThreadPool& threads, SchedulerOptions options,
                      SchedulerDeps deps)
@@ -134,37 +124,6 @@ void Scheduler::cancel(RequestId id, CancelCause cause) {
     cancelled_.emplace_back(id, cause);
   }
   wake_.notify_all();
-}
-
-void Scheduler::pin_session(std::string id, std::vector<int32_t> tokens, uint64_t cache_namespace, double hold_s) {
-  if (tokens.empty()) return unpin_session(std::move(id));
-  {
-    std::lock_guard lock(mu_);
-    pin_calls_.push_back({std::move(id), std::move(tokens), cache_namespace, hold_s});
-  }
-  wake_.notify_all();
-}
-
-void Scheduler::unpin_session(std::string id, PinEnd end) {
-  {
-    std::lock_guard lock(mu_);
-    pin_calls_.push_back({std::move(id), {}, 0, 0.0, end});
-  }
-  wake_.notify_all();
-}
-
-bool Scheduler::apply_session_pins() {
-  std::vector<PinCall> calls;
-  {
-    std::lock_guard lock(mu_);
-    calls.swap(pin_calls_);
-  }
-  for (const PinCall& c : calls) {
-    if (c.tokens.empty()) pins_.unpin(c.session, c.end);
-    else pins_.pin(c.session, c.tokens, c.cache_namespace, c.hold_s);
-  }
-  pins_.expire();
-  return !calls.empty();
 }
 
 bool Scheduler::started() const {
@@ -615,27 +574,6 @@ void Scheduler::cancel_all() {
   stats_.running = 0;
   stats_.queued = static_cast<int>(queue_.size());
   cache_stats_ = cache_.stats();
-}
-
-SchedulerStats Scheduler::stats() const {
-  std::lock_guard lock(mu_);
-  SchedulerStats s = stats_;
-  s.queued = static_cast<int>(queue_.size());
-  s.ttft_p50_s = percentile(ttft_samples_, 0.50);
-  s.ttft_p95_s = percentile(ttft_samples_, 0.95);
-  s.tokens_per_second = busy_s_ > 0.0 ? static_cast<double>(s.generated_tokens) / busy_s_ : 0.0;
-  return s;
-}
-
-std::vector<RunningSequence> Scheduler::running() const {
-  std::vector<RunningSequence> out;
-  for (const auto& s : running_) out.push_back({s->id, s->kv.table.blocks(), s->kv.table.n_slots(), s->kv.next_pos});
-  return out;
-}
-
-CacheStats Scheduler::cache_stats() const {
-  std::lock_guard lock(mu_);
-  return cache_stats_;
 }
 
 }  // namespace clm
