@@ -85,9 +85,9 @@ int run(const RunFlags& f) {
   }
   // decode_s covers the forward calls after the first sampled token.
   const double decode_tps =
-      stats->decode_s > 0 && stats->generated_tokens > 1 ? (stats->generated_tokens - 1) / stats->decode_s : 0.0;
+      stats->decode_s() > 0 && stats->generated_tokens > 1 ? (stats->generated_tokens - 1) / stats->decode_s() : 0.0;
   const int computed = stats->prompt_tokens - stats->cached_tokens;
-  const double prefill_tps = stats->prefill_s > 0 ? computed / stats->prefill_s : 0.0;
+  const double prefill_tps = stats->prefill_s() > 0 ? computed / stats->prefill_s() : 0.0;
   if (f.json) {
     nlohmann::json out = {
         {"prompt_token_ids", ids},

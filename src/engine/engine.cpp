@@ -4,6 +4,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <utility>
 
 #include "kernels/numerics.h"
 
@@ -149,27 +150,9 @@ Result<GenerationStats> Engine::generate(std::span<const int32_t> prompt, const 
     while (!is_done()) scheduler_->step();
   }
 
-  const RequestSummary& s = wait->summary;
+  RequestSummary& s = wait->summary;  // the scheduler is done with it
   if (s.stop_reason == StopReason::Error) return fail(s.error);
-  GenerationStats out;
-  out.prompt_tokens = s.prompt_tokens;
-  out.cached_tokens = s.cached_tokens;
-  out.reuse = s.reuse;
-  out.blend_probed = s.blend_probed;
-  out.prefill_flops = s.prefill_flops;
-  out.prompt_logprobs = s.prompt_logprobs;
-  out.generated_tokens = s.generated_tokens;
-  out.time_to_first_token_s = s.time_to_first_token_s;
-  if (s.generated_tokens > 0) {
-    out.prefill_s = s.time_to_first_token_s - s.queue_s;
-    out.decode_s = s.total_s - s.time_to_first_token_s;
-  } else {
-    out.prefill_s = s.total_s - s.queue_s;
-  }
-  out.stop_reason = s.stop_reason;
-  out.note = s.note;
-  out.evicted_tokens = s.evicted_tokens;
-  return out;
+  return GenerationStats{std::move(s)};
 }
 
 EngineCacheStats Engine::cache_stats() const {

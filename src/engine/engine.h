@@ -31,20 +31,16 @@ using GenerateOptions = RequestOptions;
 
 using GeneratedToken = TokenEvent;
 
-struct GenerationStats {
-  int prompt_tokens = 0;
-  int cached_tokens = 0;    // prompt tokens reused from the cache (prefix + shift)
-  ReuseCounts reuse;        // where each prompt token's K/V came from
-  std::vector<std::optional<PromptLogprob>> prompt_logprobs;  // see RequestSummary
-  int blend_probed = 0;        // see RequestSummary
-  double prefill_flops = 0.0;  // see RequestSummary
-  int generated_tokens = 0;
-  double time_to_first_token_s = 0.0;
-  double prefill_s = 0.0;   // admission to the first token
-  double decode_s = 0.0;    // first token to the end
-  StopReason stop_reason = StopReason::Stop;  // never Error: run() fails instead
-  std::string note;         // why it ended early, if it did
-  int evicted_tokens = 0;   // K/V slots forgotten within the KV budget (RequestSummary)
+// A finished request's summary (engine/request.h), with the two durations
+// that callers of generate() report. Its stop_reason is never Error:
+// generate() fails instead.
+struct GenerationStats : RequestSummary {
+  // Admission to the first token (to the end, if nothing was generated).
+  double prefill_s() const {
+    return (generated_tokens > 0 ? time_to_first_token_s : total_s) - queue_s;
+  }
+  // First token to the end.
+  double decode_s() const { return generated_tokens > 0 ? total_s - time_to_first_token_s : 0.0; }
 };
 
 struct EngineCacheStats {
