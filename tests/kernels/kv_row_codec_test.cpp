@@ -14,6 +14,7 @@
 #include "kernel_test_support.h"
 #include "kernels/attention.h"
 #include "kernels/kv_geometry.h"
+#include "kernels/kv_type.h"
 #include "kernels/kv_row_move.h"
 #include "util/half.h"
 
@@ -104,31 +105,35 @@ TEST(KvRowCodec, Q8ErrorIsWithinHalfAStepPerGroup) {
 
 // A token's stored row is the same whatever else the block holds and in
 // whatever order tokens are written (one at a time as in decode, or a whole
-// block), and the same on every kernel path.
-TEST(KvRowCodec, Q8RowsDependOnTheirOwnTokenOnlyOnEveryPath) {
-  const KvGeometry g{2, 2, 64, 8, KvType::Q8_0};
-  const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
-  std::vector<std::vector<float>> k, v;
-  for (unsigned t = 0; t < 8; ++t) {
-    k.push_back(test::random_floats(per_token, 100 + t));
-    v.push_back(test::random_floats(per_token, 200 + t));
-  }
-  std::vector<std::byte> want(g.block_bytes(), std::byte{0});
-  {
-    const test::ScopedKernelPath scalar(KernelPath::Scalar);
-    for (int t = 0; t < 8; ++t)
-      for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, want.data(), t);
-  }
-  for (KernelPath path : test::supported_paths()) {
-    const test::ScopedKernelPath scoped(path);
-    // Other tokens first (garbage in the block), then the real ones backwards.
-    std::vector<std::byte> got(g.block_bytes(), std::byte{0x33});
-    const auto other = test::random_floats(per_token, 999, -50.0f, 50.0f);
-    for (int t = 0; t < 8; ++t)
-      for (int layer = 0; layer < 2; ++layer) write_kv(other.data(), other.data(), g, layer, got.data(), t);
-    for (int t = 7; t >= 0; --t)
-      for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, got.data(), t);
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << kernel_path_name(path);
+// block), and the same on every kernel path, for each quantized type alone
+// and beside f16.
+TEST(KvRowCodec, QuantizedRowsDependOnTheirOwnTokenOnlyOnEveryPath) {
+  for (KvTypes types : {KvTypes{KvType::Q8_0}, KvTypes{KvType::Q4_0}, KvTypes{KvType::F16, KvType::Q4_0}}) {
+    const KvGeometry g{2, 2, 64, 8, types};
+    const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
+    std::vector<std::vector<float>> k, v;
+    for (unsigned t = 0; t < 8; ++t) {
+      k.push_back(test::random_floats(per_token, 100 + t));
+      v.push_back(test::random_floats(per_token, 200 + t));
+    }
+    std::vector<std::byte> want(g.block_bytes(), std::byte{0});
+    {
+      const test::ScopedKernelPath scalar(KernelPath::Scalar);
+      for (int t = 0; t < 8; ++t)
+        for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, want.data(), t);
+    }
+    for (KernelPath path : test::supported_paths()) {
+      const test::ScopedKernelPath scoped(path);
+      // Other tokens first (garbage in the block), then the real ones backwards.
+      std::vector<std::byte> got(g.block_bytes(), std::byte{0x33});
+      const auto other = test::random_floats(per_token, 999, -50.0f, 50.0f);
+      for (int t = 0; t < 8; ++t)
+        for (int layer = 0; layer < 2; ++layer) write_kv(other.data(), other.data(), g, layer, got.data(), t);
+      for (int t = 7; t >= 0; --t)
+        for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, got.data(), t);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0)
+          << kernel_path_name(path) << " " << kv_types_text(types);
+    }
   }
 }
 

@@ -119,35 +119,8 @@ TEST(KvRowQ4Codec, ErrorIsWithinHalfAStepPerGroup) {
   }
 }
 
-// A token's stored row is the same whatever else the block holds and in
-// whatever order tokens are written, and the same on every kernel path.
-TEST(KvRowQ4Codec, RowsDependOnTheirOwnTokenOnlyOnEveryPath) {
-  for (KvTypes types : {KvTypes{KvType::Q4_0}, KvTypes{KvType::F16, KvType::Q4_0}}) {
-    const KvGeometry g{2, 2, 64, 8, types};
-    const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
-    std::vector<std::vector<float>> k, v;
-    for (unsigned t = 0; t < 8; ++t) {
-      k.push_back(test::random_floats(per_token, 500 + t));
-      v.push_back(test::random_floats(per_token, 600 + t));
-    }
-    std::vector<std::byte> want(g.block_bytes(), std::byte{0});
-    {
-      const test::ScopedKernelPath scalar(KernelPath::Scalar);
-      for (int t = 0; t < 8; ++t)
-        for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, want.data(), t);
-    }
-    for (KernelPath path : test::supported_paths()) {
-      const test::ScopedKernelPath scoped(path);
-      std::vector<std::byte> got(g.block_bytes(), std::byte{0x33});
-      const auto other = test::random_floats(per_token, 998, -50.0f, 50.0f);
-      for (int t = 0; t < 8; ++t)
-        for (int layer = 0; layer < 2; ++layer) write_kv(other.data(), other.data(), g, layer, got.data(), t);
-      for (int t = 7; t >= 0; --t)
-        for (int layer = 0; layer < 2; ++layer) write_kv(k[t].data(), v[t].data(), g, layer, got.data(), t);
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size()), 0) << kernel_path_name(path);
-    }
-  }
-}
+// That a q4_0 row depends on its own token only, on every path, is
+// KvRowCodec.QuantizedRowsDependOnTheirOwnTokenOnlyOnEveryPath.
 
 // With the same memory, a q4_0 block holds at least 3.4x the tokens of an
 // f16 one once heads are a group wide or more (64: 128 bytes against 36,
