@@ -155,40 +155,44 @@ TEST(KvRowCodec, Q8BlocksAreSmallerByTheDocumentedRatio) {
   EXPECT_EQ(mixed.v_offset(1, 0), mixed.layer_bytes() + 2u * 32u * 68u);
 }
 
-// Moving q8_0 rows with a position delta re-rotates K through f32 and
-// quantizes it again: the result is exactly that, the V rows are copied
-// bit for bit, and a delta of 0 copies K bit for bit too.
-TEST(KvRowCodec, Q8RowMoveRotatesThroughF32AndCopiesV) {
-  const KvGeometry g{2, 2, 64, 8, KvType::Q8_0};
-  const RopeShiftParams rope{.head_dim = 64, .n_rot = 64, .freq_base = 10000.0f};
-  std::vector<std::byte> src(g.block_bytes()), dst(g.block_bytes(), std::byte{0});
-  const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
-  for (int t = 0; t < 8; ++t) {
-    const auto k = test::random_floats(per_token, 300u + static_cast<unsigned>(t));
-    const auto v = test::random_floats(per_token, 400u + static_cast<unsigned>(t));
-    for (int layer = 0; layer < 2; ++layer) write_kv(k.data(), v.data(), g, layer, src.data(), t);
+// Moving quantized rows with a position delta re-rotates K through f32 and
+// quantizes it again: the result is exactly that (and not the source), the
+// V rows are copied bit for bit, and a delta of 0 copies K bit for bit too.
+TEST(KvRowCodec, QuantizedRowMoveRotatesThroughF32AndCopiesV) {
+  for (KvType type : {KvType::Q8_0, KvType::Q4_0}) {
+    const KvGeometry g{2, 2, 64, 8, type};
+    const RopeShiftParams rope{.head_dim = 64, .n_rot = 64, .freq_base = 10000.0f};
+    std::vector<std::byte> src(g.block_bytes()), dst(g.block_bytes(), std::byte{0});
+    const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
+    for (int t = 0; t < 8; ++t) {
+      const auto k = test::random_floats(per_token, 300u + static_cast<unsigned>(t));
+      const auto v = test::random_floats(per_token, 400u + static_cast<unsigned>(t));
+      for (int layer = 0; layer < 2; ++layer) write_kv(k.data(), v.data(), g, layer, src.data(), t);
+    }
+    const RopeShiftTable table = make_rope_shift_table(rope, 5);
+    move_kv_rows(g, {src.data(), 1, dst.data(), 3, 4}, rope, table);
+    std::vector<float> row(64);
+    std::vector<std::byte> want(g.k_row_bytes());
+    for (int layer = 0; layer < 2; ++layer)
+      for (int h = 0; h < 2; ++h)
+        for (int r = 0; r < 4; ++r) {
+          const std::byte* sk = src.data() + g.k_offset(layer, h) + static_cast<std::size_t>(1 + r) * g.k_row_bytes();
+          const std::byte* dk = dst.data() + g.k_offset(layer, h) + static_cast<std::size_t>(3 + r) * g.k_row_bytes();
+          decode_kv_row(type, sk, 64, row.data());
+          rope_shift_rows_scalar(reinterpret_cast<const std::byte*>(row.data()),
+                                 reinterpret_cast<std::byte*>(row.data()), KvType::F32, 1, 64, rope, table);
+          encode_kv_row(type, row.data(), 64, want.data());
+          const auto where = ::testing::Message() << kv_type_name(type) << " " << layer << " " << h << " " << r;
+          EXPECT_EQ(std::memcmp(dk, want.data(), want.size()), 0) << where;
+          EXPECT_NE(std::memcmp(dk, sk, want.size()), 0) << where << ": a shift by 5 changes the stored K";
+          const std::byte* sv = src.data() + g.v_offset(layer, h) + static_cast<std::size_t>(1 + r) * g.v_row_bytes();
+          const std::byte* dv = dst.data() + g.v_offset(layer, h) + static_cast<std::size_t>(3 + r) * g.v_row_bytes();
+          EXPECT_EQ(std::memcmp(dv, sv, g.v_row_bytes()), 0) << where;
+        }
+    std::vector<std::byte> copy(g.block_bytes(), std::byte{0});
+    move_kv_rows(g, {src.data(), 0, copy.data(), 0, 8}, rope, make_rope_shift_table(rope, 0));
+    EXPECT_EQ(std::memcmp(copy.data(), src.data(), src.size()), 0) << kv_type_name(type);
   }
-  const RopeShiftTable table = make_rope_shift_table(rope, 5);
-  move_kv_rows(g, {src.data(), 1, dst.data(), 3, 4}, rope, table);
-  std::vector<float> row(64);
-  std::vector<std::byte> want(g.k_row_bytes());
-  for (int layer = 0; layer < 2; ++layer)
-    for (int h = 0; h < 2; ++h)
-      for (int r = 0; r < 4; ++r) {
-        const std::byte* sk = src.data() + g.k_offset(layer, h) + static_cast<std::size_t>(1 + r) * g.k_row_bytes();
-        const std::byte* dk = dst.data() + g.k_offset(layer, h) + static_cast<std::size_t>(3 + r) * g.k_row_bytes();
-        decode_kv_row(KvType::Q8_0, sk, 64, row.data());
-        rope_shift_rows_scalar(reinterpret_cast<const std::byte*>(row.data()), reinterpret_cast<std::byte*>(row.data()),
-                               KvType::F32, 1, 64, rope, table);
-        encode_kv_row(KvType::Q8_0, row.data(), 64, want.data());
-        EXPECT_EQ(std::memcmp(dk, want.data(), want.size()), 0) << layer << " " << h << " " << r;
-        const std::byte* sv = src.data() + g.v_offset(layer, h) + static_cast<std::size_t>(1 + r) * g.v_row_bytes();
-        const std::byte* dv = dst.data() + g.v_offset(layer, h) + static_cast<std::size_t>(3 + r) * g.v_row_bytes();
-        EXPECT_EQ(std::memcmp(dv, sv, g.v_row_bytes()), 0);
-      }
-  std::vector<std::byte> copy(g.block_bytes(), std::byte{0});
-  move_kv_rows(g, {src.data(), 0, copy.data(), 0, 8}, rope, make_rope_shift_table(rope, 0));
-  EXPECT_EQ(std::memcmp(copy.data(), src.data(), src.size()), 0);
 }
 
 }  // namespace
