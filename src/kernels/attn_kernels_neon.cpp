@@ -59,6 +59,17 @@ struct LoadF16 {
   }
   static float one(const std::byte* p, std::size_t i) { return f16_bits_to_f32(p + 2 * i); }
 };
+// Sixteen quants of one group times its scale d, as four f32 registers: each
+// product exact (an f16 scale times a small integer fits f32).
+inline void scaled_chunk(int8x16_t q, float d, float32x4_t* v) {
+  const int16x8_t lo = vmovl_s8(vget_low_s8(q));
+  const int16x8_t hi = vmovl_high_s8(q);
+  v[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
+  v[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
+  v[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
+  v[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+}
+
 // i is a multiple of 4 (of 16 for chunk), so the values share one group
 // (kv_row_codec.h) and d * q is exact: the floats read_q8_0_element gives.
 struct LoadQ8 {
@@ -71,13 +82,7 @@ struct LoadQ8 {
   }
   static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
     const int8x16_t q = vld1q_s8(reinterpret_cast<const int8_t*>(p + q8_value_offset(i)));
-    const float d = scale(p, i);
-    const int16x8_t lo = vmovl_s8(vget_low_s8(q));
-    const int16x8_t hi = vmovl_high_s8(q);
-    v[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
-    v[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
-    v[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
-    v[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+    scaled_chunk(q, scale(p, i), v);
   }
   static float one(const std::byte* p, std::size_t i) {
     int8_t q;
@@ -106,13 +111,7 @@ struct LoadQ4 {
   }
   static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
     const int8x16_t q = nibbles(vld1_u8(reinterpret_cast<const uint8_t*>(p + q4_byte_offset(i))));
-    const float d = scale(p, i);
-    const int16x8_t lo = vmovl_s8(vget_low_s8(q));
-    const int16x8_t hi = vmovl_high_s8(q);
-    v[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
-    v[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
-    v[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
-    v[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+    scaled_chunk(q, scale(p, i), v);
   }
   static float one(const std::byte* p, std::size_t i) { return scale(p, i) * static_cast<float>(q4_value(p, i)); }
 };
