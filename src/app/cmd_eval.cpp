@@ -210,7 +210,7 @@ void register_eval_kv_type(CLI::App* eval, int& exit_code) {
   kv->add_option_function<std::string>(
         "--reference", [&o](const std::string& v) { o.reference = parse_kv_type(v).value_or(KvType::F16); },
         "K/V type of the reference, for K and V")
-      ->check(CLI::IsMember({"f16", "f32", "q8_0", "q4_0"}))
+      ->check(CLI::IsMember({"f16", "f32", "q8_0", "q4_0", "fp8"}))
       ->default_str("f16");
   add_kv_type_flags(*kv, o.tested);
   kv->add_option("--greedy-tokens", o.greedy_tokens, "continuation length when a case has no reference text")

@@ -69,7 +69,7 @@ int info(const std::string& path, int n_ctx) {
   const uint64_t ctx = static_cast<uint64_t>(n_ctx);
   const uint64_t kv16 = kv_bytes_per_token(c, KvType::F16) * ctx;
   std::string quantized;  // the quantized types this head_dim can be stored in
-  for (KvType t : {KvType::Q8_0, KvType::Q4_0})
+  for (KvType t : {KvType::Q8_0, KvType::Fp8, KvType::Q4_0})
     if (kv_type_unsupported(t, c.head_dim).empty())
       quantized += ", " + mib(kv_bytes_per_token(c, t) * ctx) + " at " + std::string(kv_type_name(t));
   std::printf("memory:        weights %s (memory-mapped) + KV %s per %d-token context at f16 (%s at f32%s)\n",

@@ -40,10 +40,10 @@ CLI::Option* add_type_option(CLI::App& cmd, const std::string& flag, const std::
 void add_kv_type_flags(CLI::App& cmd, KvTypes& t) {
   auto* k = add_type_option(cmd, "--cache-type-k",
                             "K cache element type: f16, f32, q8_0 (int8 with one f16 scale per 32 values of a "
-                            "head, or per head when head_dim is below 32) or q4_0 (4-bit, grouped as q8_0; "
-                            "head_dim must be even)",
+                            "head, or per head when head_dim is below 32), q4_0 (4-bit, grouped as q8_0; "
+                            "head_dim must be even) or fp8 (E4M3 with one power-of-two scale per head)",
                             [&t](KvType x) { t.k = x; }, t.k);
-  auto* v = add_type_option(cmd, "--cache-type-v", "V cache element type: f16, f32, q8_0 or q4_0 (as --cache-type-k)",
+  auto* v = add_type_option(cmd, "--cache-type-v", "V cache element type: f16, f32, q8_0, q4_0 or fp8 (as --cache-type-k)",
                             [&t](KvType x) { t.v = x; }, t.v);
   auto* both = add_type_option(cmd, "--kv-type", "shorthand for --cache-type-k T --cache-type-v T",
                                [&t](KvType x) { t = x; }, t.k);

@@ -26,7 +26,8 @@ inline constexpr int kAttnMaxQueries = 32;
 
 // The paths' tables list a KvRowKernels per type in this order.
 static_assert(static_cast<int>(KvType::F16) == 0 && static_cast<int>(KvType::F32) == 1 &&
-              static_cast<int>(KvType::Q8_0) == 2 && static_cast<int>(KvType::Q4_0) == 3 && kKvTypeCount == 4);
+              static_cast<int>(KvType::Q8_0) == 2 && static_cast<int>(KvType::Q4_0) == 3 &&
+              static_cast<int>(KvType::Fp8) == 4 && kKvTypeCount == 5);
 
 struct KvRowKernels {
   // out[i * out_stride + r] = scale * (K row r . query i) for r < n_rows

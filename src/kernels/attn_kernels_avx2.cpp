@@ -67,6 +67,21 @@ struct LoadQ4 : Q4ElementF16c {
   }
 };
 
+// fp8: eight E4M3 bytes widened to f16 bit patterns, the sign to bit 15 and
+// the other seven bits to bits 14..7. That pattern's f16 value is the byte's
+// value times 2^-8 exactly (subnormals too: E4M3's steps of 2^-9 are f16's of
+// 2^-17), so F16C converts it exactly and one product with the row's
+// 2^(e + 8) gives read_fp8_element's floats.
+struct LoadFp8 {
+  static __m256 vec(const std::byte* p, std::size_t i) {
+    const __m128i x = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + fp8_value_offset(i))));
+    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x80)), 8),
+                                   _mm_slli_epi16(_mm_and_si128(x, _mm_set1_epi16(0x7F)), 7));
+    return _mm256_mul_ps(_mm256_set1_ps(fp8_row_scale(p) * 256.0f), _mm256_cvtph_ps(h));
+  }
+  static float one(const std::byte* p, std::size_t i) { return read_fp8_element(p, i); }
+};
+
 // 2^n for integral n in [-126, 127], built in the exponent field.
 inline __m256 pow2(__m256 n) {
   const __m256i e = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
@@ -232,7 +247,8 @@ const AttnKernels& avx2_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>(),
+                                                  row_kernels<LoadFp8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

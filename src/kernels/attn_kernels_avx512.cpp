@@ -70,6 +70,18 @@ struct LoadQ4 : Q4ElementF16c {
   }
 };
 
+// fp8: sixteen E4M3 bytes as f16 patterns, as on the AVX2 path (there the
+// reason this is exact).
+struct LoadFp8 {
+  static __m512 vec(const std::byte* p, std::size_t i) {
+    const __m256i x = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + fp8_value_offset(i))));
+    const __m256i h = _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x80)), 8),
+                                      _mm256_slli_epi16(_mm256_and_si256(x, _mm256_set1_epi16(0x7F)), 7));
+    return _mm512_mul_ps(_mm512_set1_ps(fp8_row_scale(p) * 256.0f), _mm512_cvtph_ps(h));
+  }
+  static float one(const std::byte* p, std::size_t i) { return read_fp8_element(p, i); }
+};
+
 // attn_exp.h's algorithm on 16 lanes. The clamps keep NaN (max/min return
 // their second operand when either is NaN); scalef rounds p * 2^n once, as
 // ldexp does.
@@ -439,7 +451,8 @@ const AttnKernels& avx512_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>(),
+                                                  row_kernels<LoadFp8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -116,6 +116,35 @@ struct LoadQ4 {
   static float one(const std::byte* p, std::size_t i) { return scale(p, i) * static_cast<float>(q4_value(p, i)); }
 };
 
+// fp8: E4M3 bytes widened to f16 bit patterns, the sign to bit 15 and the
+// other seven bits to bits 14..7; that f16 is the byte's value times 2^-8
+// exactly (subnormals too), so the conversion is exact and one product with
+// the row's 2^(e + 8) gives read_fp8_element's floats.
+struct LoadFp8 {
+  static float16x8_t halves(uint16x8_t x) {
+    const uint16x8_t sign = vshlq_n_u16(vandq_u16(x, vdupq_n_u16(0x80)), 8);
+    return vreinterpretq_f16_u16(vorrq_u16(sign, vshlq_n_u16(vandq_u16(x, vdupq_n_u16(0x7F)), 7)));
+  }
+  static float multiplier(const std::byte* p) { return fp8_row_scale(p) * 256.0f; }
+  static float32x4_t vec(const std::byte* p, std::size_t i) {
+    uint32_t four;  // exactly the four values: a wider load could pass the row's end
+    std::memcpy(&four, p + fp8_value_offset(i), 4);
+    const float16x8_t h = halves(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(four))));
+    return vmulq_n_f32(vcvt_f32_f16(vget_low_f16(h)), multiplier(p));
+  }
+  static void chunk(const std::byte* p, std::size_t i, float32x4_t* v) {
+    const uint8x16_t b = vld1q_u8(reinterpret_cast<const uint8_t*>(p + fp8_value_offset(i)));
+    const float16x8_t lo = halves(vmovl_u8(vget_low_u8(b)));
+    const float16x8_t hi = halves(vmovl_high_u8(b));
+    const float d = multiplier(p);
+    v[0] = vmulq_n_f32(vcvt_f32_f16(vget_low_f16(lo)), d);
+    v[1] = vmulq_n_f32(vcvt_high_f32_f16(lo), d);
+    v[2] = vmulq_n_f32(vcvt_f32_f16(vget_low_f16(hi)), d);
+    v[3] = vmulq_n_f32(vcvt_high_f32_f16(hi), d);
+  }
+  static float one(const std::byte* p, std::size_t i) { return read_fp8_element(p, i); }
+};
+
 // 2^n for integral n in [-126, 127], built in the exponent field.
 inline float32x4_t pow2(float32x4_t n) {
   const int32x4_t e = vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127));
@@ -277,7 +306,8 @@ const AttnKernels& neon_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<LoadF16>(), row_kernels<LoadF32>(),
-                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>()},
+                                                  row_kernels<LoadQ8>(), row_kernels<LoadQ4>(),
+                                                  row_kernels<LoadFp8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -22,6 +22,7 @@ inline float load_f32(const std::byte* p, std::size_t i) { return read_f32_eleme
 inline float load_f16(const std::byte* p, std::size_t i) { return read_f16_element(p + 2 * i); }
 inline float load_q8_0(const std::byte* p, std::size_t i) { return read_q8_0_element(p, i); }
 inline float load_q4_0(const std::byte* p, std::size_t i) { return read_q4_0_element(p, i); }
+inline float load_fp8(const std::byte* p, std::size_t i) { return read_fp8_element(p, i); }
 
 void exp_row(const float* x, float* y, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) y[i] = attn_exp::exp_ref(x[i]);
@@ -111,7 +112,8 @@ const AttnKernels& scalar_attn_kernels() {
                                  .exp_sum_row = exp_sum_row,
                                  .scale_row = scale_row,
                                  .rows_by_type = {row_kernels<load_f16>(), row_kernels<load_f32>(),
-                                                  row_kernels<load_q8_0>(), row_kernels<load_q4_0>()},
+                                                  row_kernels<load_q8_0>(), row_kernels<load_q4_0>(),
+                                                  row_kernels<load_fp8>()},
                                  .f32_to_f16_row = f32_to_f16_row};
   return k;
 }

@@ -54,6 +54,42 @@ void quantize_q4_0_row(const float* x, int head_dim, std::byte* row) {
   }
 }
 
+uint8_t fp8_e4m3_from_f32(float y) {
+  if (std::isnan(y)) return 0;
+  const float a = std::fmin(std::fabs(y), kFp8Max);
+  const uint8_t sign = std::signbit(y) ? 0x80 : 0;
+  constexpr float kMinNormal = 0x1p-6f;
+  if (a < kMinNormal) {
+    // Subnormals are steps of 2^-9: the byte is the step count, and a count
+    // of 8 is 0x08, the smallest normal, as it should be.
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(std::nearbyint(a * 0x1p9f)));
+  }
+  int e = std::ilogb(a);
+  int m = static_cast<int>(std::nearbyint(std::ldexp(a, 3 - e)));  // 8..16: the significand in eighths
+  if (m == 16) {
+    ++e;
+    m = 8;
+  }
+  return static_cast<uint8_t>(sign | (e + 7) << 3 | (m - 8));
+}
+
+void quantize_fp8_row(const float* x, int head_dim, std::byte* row) {
+  const std::size_t hd = static_cast<std::size_t>(head_dim);
+  float amax = 0.0f;
+  for (std::size_t i = 0; i < hd; ++i) amax = std::max(amax, std::fabs(x[i]));  // std::max keeps amax over a NaN
+  const bool usable = amax > 0.0f && std::isfinite(amax);
+  int e = 0;
+  if (usable) {
+    e = std::ilogb(amax) - 8;  // amax * 2^-e in [256, 512)
+    if (std::ldexp(amax, -e) > kFp8Max) ++e;
+    e = std::clamp(e, kFp8MinExp, kFp8MaxExp);
+  }
+  const auto stored_e = static_cast<int8_t>(e);
+  std::memcpy(row, &stored_e, 1);
+  for (std::size_t i = 0; i < hd; ++i)
+    row[fp8_value_offset(i)] = static_cast<std::byte>(usable ? fp8_e4m3_from_f32(std::ldexp(x[i], -e)) : 0);
+}
+
 void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row) {
   const std::size_t hd = static_cast<std::size_t>(head_dim);
   switch (t) {
@@ -66,6 +102,7 @@ void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row) {
       return;
     case KvType::Q8_0: quantize_q8_0_row(x, head_dim, row); return;
     case KvType::Q4_0: quantize_q4_0_row(x, head_dim, row); return;
+    case KvType::Fp8: quantize_fp8_row(x, head_dim, row); return;
   }
 }
 

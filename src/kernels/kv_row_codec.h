@@ -7,6 +7,7 @@
 // floats as decode_kv_row.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -52,6 +53,47 @@ inline float read_q4_0_element(const std::byte* row, std::size_t i) {
   return read_f16_element(row + q4_scale_offset(i)) * static_cast<float>(q4_value(row, i));
 }
 
+// An fp8 row is its scale's exponent e (one int8), then head_dim E4M3 bytes
+// (sign, 4 exponent bits biased by 7, 3 mantissa bits). The encoder writes
+// e in [kFp8MinExp, kFp8MaxExp], where every value * 2^e is a normal f32, so
+// reading is exact; a reader clamps e to that range, so even damaged bytes
+// read the same on every path. The encoder never writes 0x7F or 0xFF (E4M3's
+// NaN); every path reads them as +-480, the pattern's value read as if it
+// were a number.
+inline constexpr int kFp8MinExp = -110;
+inline constexpr int kFp8MaxExp = 119;
+inline constexpr float kFp8Max = 448.0f;  // the largest E4M3 value, 0x7E
+inline std::size_t fp8_value_offset(std::size_t i) { return 1 + i; }
+
+// 2^e of the row's scale.
+inline float fp8_row_scale(const std::byte* row) {
+  int8_t e;
+  std::memcpy(&e, row, 1);
+  const int clamped = e < kFp8MinExp ? kFp8MinExp : e > kFp8MaxExp ? kFp8MaxExp : e;
+  uint32_t bits = static_cast<uint32_t>(clamped + 127) << 23;  // normal: clamped + 127 is in 17..246
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return scale;
+}
+
+// The value of each E4M3 byte: (8 + m) * 2^(E - 10), or m * 2^-9 for E = 0.
+// Products of small integers and powers of two, so exact in f32.
+inline constexpr std::array<float, 256> kFp8Values = [] {
+  std::array<float, 256> v{};
+  for (int b = 0; b < 256; ++b) {
+    const int exponent = (b >> 3) & 15, mantissa = b & 7;
+    float x = static_cast<float>(exponent == 0 ? mantissa : 8 + mantissa);
+    for (int k = 0; k < (exponent == 0 ? 9 : 10 - exponent); ++k) x *= 0.5f;
+    for (int k = 0; k < exponent - 10; ++k) x *= 2.0f;
+    v[static_cast<std::size_t>(b)] = b & 0x80 ? -x : x;
+  }
+  return v;
+}();
+
+inline float read_fp8_element(const std::byte* row, std::size_t i) {
+  return kFp8Values[static_cast<std::size_t>(row[fp8_value_offset(i)])] * fp8_row_scale(row);
+}
+
 // Element i of a row of type t, as f32.
 inline float read_kv_element(KvType t, const std::byte* row, std::size_t i) {
   switch (t) {
@@ -59,6 +101,7 @@ inline float read_kv_element(KvType t, const std::byte* row, std::size_t i) {
     case KvType::F32: return read_f32_element(row + 4 * i);
     case KvType::Q8_0: return read_q8_0_element(row, i);
     case KvType::Q4_0: return read_q4_0_element(row, i);
+    case KvType::Fp8: return read_fp8_element(row, i);
   }
   return 0.0f;
 }
@@ -83,6 +126,16 @@ void quantize_q8_0_row(const float* x, int head_dim, std::byte* row);
 // reads back as zeros; a NaN value stores q = 0.
 // Precondition: kv_type_unsupported(Q4_0, head_dim) is empty.
 void quantize_q4_0_row(const float* x, int head_dim, std::byte* row);
+
+// The fp8 rounding: e is the smallest exponent with max|x| * 2^-e <= 448
+// (clamped to [kFp8MinExp, kFp8MaxExp]), so the largest value lands in
+// E4M3's top binade; each x * 2^-e is then rounded to the nearest E4M3
+// value, ties to even, saturating at +-448 (only a value past 448 * 2^119
+// needs it). A row of zeros, or one holding an infinity, stores e = 0 and
+// zeros; a NaN value stores 0.
+void quantize_fp8_row(const float* x, int head_dim, std::byte* row);
+// The E4M3 byte nearest to y (ties to even), saturating at +-448; NaN gives 0.
+uint8_t fp8_e4m3_from_f32(float y);
 
 // x (head_dim f32) stored as a row of type t (f16: nearest even).
 void encode_kv_row(KvType t, const float* x, int head_dim, std::byte* row);

@@ -8,6 +8,7 @@ std::string_view kv_type_name(KvType t) {
     case KvType::F32: return "f32";
     case KvType::Q8_0: return "q8_0";
     case KvType::Q4_0: return "q4_0";
+    case KvType::Fp8: return "fp8";
   }
   return "unknown";
 }

@@ -17,8 +17,14 @@ namespace clm {
 // group led by its f16 scale d (value = d * q), llama.cpp's block_q8_0 layout.
 // Q4_0: 4-bit values q in [-8, 7] in groups along head_dim, each group led by
 // its f16 scale d (value = d * q), two values to a byte (kv_row_codec.h).
-enum class KvType : uint8_t { F16, F32, Q8_0, Q4_0 };
-inline constexpr int kKvTypeCount = 4;
+// Fp8: one byte per value in OCP FP8 E4M3 (the "fn" variant: no infinities,
+// largest 448), the row led by one power-of-two scale 2^e for the whole head
+// (value = e4m3 * 2^e, kv_row_codec.h). One scale per row, not per group:
+// the format's own exponent already follows each value's magnitude over 17
+// binades, so a finer scale would only move where 448 lands, and a scale a
+// row keeps a token's bytes its own, as the grouped types' do.
+enum class KvType : uint8_t { F16, F32, Q8_0, Q4_0, Fp8 };
+inline constexpr int kKvTypeCount = 5;
 
 // Elements per q8_0 group. A group never spans two tokens: a token's bytes
 // depend on its own values only, so appending a token one decode step at a
@@ -32,9 +38,11 @@ inline constexpr int kQ8GroupSize = 32;
 // q8_0's; a group's values fill whole bytes, so a head must be even.
 inline constexpr int kQ4GroupSize = 32;
 
-std::string_view kv_type_name(KvType t);  // "f16", "f32", "q8_0", "q4_0": the flags' spelling
+std::string_view kv_type_name(KvType t);  // "f16", "f32", "q8_0", "q4_0", "fp8": the flags' spelling
 std::optional<KvType> parse_kv_type(std::string_view name);
-inline bool is_quantized(KvType t) { return t == KvType::Q8_0 || t == KvType::Q4_0; }
+// Stored as something other than plain f16/f32 elements: moving such a row
+// (a RoPE shift) goes through f32, and the tiers store its bytes raw.
+inline bool is_quantized(KvType t) { return t == KvType::Q8_0 || t == KvType::Q4_0 || t == KvType::Fp8; }
 
 // Elements of one q8_0 group for this head width: the whole head when it is
 // narrower than kQ8GroupSize.
@@ -49,6 +57,7 @@ inline std::size_t kv_row_bytes(KvType t, int head_dim) {
     case KvType::F32: return 4 * hd;
     case KvType::Q8_0: return hd + 2 * (hd / static_cast<std::size_t>(q8_group_size(head_dim)));
     case KvType::Q4_0: return hd / 2 + 2 * (hd / static_cast<std::size_t>(q4_group_size(head_dim)));
+    case KvType::Fp8: return 1 + hd;
   }
   return 0;
 }

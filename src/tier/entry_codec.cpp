@@ -25,15 +25,17 @@ constexpr const char* kFormat = "clmcache-kv-block";
 // 2: K and V each name their type (k_type, v_type), and q8_0 is stored raw.
 constexpr const char* kVersion = "2";
 
-// safetensors has no quantized dtype: a q8_0 or q4_0 tensor is its raw bytes
-// (U8), each row kv_row_bytes long, its type named by the metadata. (q4_0
-// needed no new version: a reader that predates it rejects the type name.)
+// safetensors has no quantized dtype (nor one for an fp8 row with its
+// scale): a q8_0, q4_0 or fp8 tensor is its raw bytes (U8), each row
+// kv_row_bytes long, its type named by the metadata. (q4_0 and fp8 needed no
+// new version: a reader that predates them rejects the type name.)
 const char* dtype_name(KvType type) {
   switch (type) {
     case KvType::F16: return "F16";
     case KvType::F32: return "F32";
     case KvType::Q8_0:
-    case KvType::Q4_0: return "U8";
+    case KvType::Q4_0:
+    case KvType::Fp8: return "U8";
   }
   return "?";
 }

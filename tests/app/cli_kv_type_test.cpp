@@ -1,9 +1,9 @@
 // The K/V type flags through the real executable: every command that builds
 // a KV cache takes them; a bad value, a contradiction or a type the model's
 // heads cannot take is an error naming the flag; the disk tier never hands
-// one type's entries to another; `serve`'s /stats shows the smaller q8_0 and
-// q4_0 blocks as more tokens in the same --kv-memory-mb; `info` gives the
-// memory of the types the model's heads can take.
+// one type's entries to another; `serve`'s /stats shows the smaller q8_0,
+// fp8 and q4_0 blocks as more tokens in the same --kv-memory-mb; `info` gives
+// the memory of the types the model's heads can take.
 #include <gtest/gtest.h>
 
 #include <httplib.h>
@@ -50,7 +50,7 @@ TEST(CliKvType, BadValuesAndContradictionsAreErrorsNamingTheFlag) {
       {"run -m " + real_model() + " -n 1 -p Once --cache-type-k q4", "--cache-type-k", "q4_0"},
       {"run -m " + real_model() + " -n 1 -p Once --cache-type-v F16", "--cache-type-v", "f16"},
       {"run -m " + real_model() + " -n 1 -p Once --kv-type f16 --cache-type-v q8_0", "--kv-type", "excludes"},
-      {"serve -m " + real_model() + " --port 0 --cache-type-k fp8", "--cache-type-k", "q8_0"},
+      {"serve -m " + real_model() + " --port 0 --cache-type-k e5m2", "--cache-type-k", "q8_0"},
       {"bench model -m " + real_model() + " --cache-type-v int8", "--cache-type-v", "q8_0"},
       {"eval kv-type --cases x.json -m " + real_model() + " --cache-type-k nope", "--cache-type-k", "q8_0"},
   };
@@ -63,7 +63,8 @@ TEST(CliKvType, BadValuesAndContradictionsAreErrorsNamingTheFlag) {
 }
 
 // head_dim 40: above one group and not a multiple of 32, for q8_0 and q4_0
-// alike. `info` leaves out the types the heads cannot take.
+// alike; fp8, one scale a row, takes it. `info` leaves out the types the
+// heads cannot take.
 TEST(CliKvType, AHeadQ8CannotStoreIsAnErrorNamingTheFlag) {
   const std::string model = test::temp_dir() + "/hd40.gguf";
   const auto made = run_command(cli() + " make-model --preset tiny --embd 80 --heads 2 --kv-heads 2 --head-dim 40 -o " +
@@ -76,12 +77,15 @@ TEST(CliKvType, AHeadQ8CannotStoreIsAnErrorNamingTheFlag) {
       EXPECT_NE(r.err.find(std::string(flag) + " " + type), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("head_dim 40"), std::string::npos) << r.err;
     }
-  const auto f16 = run_command(cli() + " run -n 1 -p Once -m " + shell_quote(model) + " --kv-type f16");
-  EXPECT_EQ(f16.exit_code, 0) << f16.err;
+  for (const char* type : {"f16", "fp8"}) {
+    const auto r = run_command(cli() + " run -n 1 -p Once -m " + shell_quote(model) + " --kv-type " + type);
+    EXPECT_EQ(r.exit_code, 0) << type << ": " << r.err;
+  }
   const auto info = run_command(cli() + " info " + shell_quote(model));
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_EQ(info.out.find(" at q8_0"), std::string::npos) << info.out;
   EXPECT_EQ(info.out.find(" at q4_0"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find(" at fp8"), std::string::npos) << info.out;
 }
 
 json run_with(const std::string& dir, const std::string& types) {
@@ -105,7 +109,8 @@ TEST(CliKvType, DiskEntriesOfOneKvTypeAreAMissForAnother) {
   const int reusable = n % 16 == 0 ? n - 1 : n / 16 * 16;
 
   for (const char* other : {"--kv-type f16", "--kv-type f32", "--cache-type-k q8_0 --cache-type-v f16",
-                            "--cache-type-k f16 --cache-type-v q8_0", "--cache-type-k q8_0 --cache-type-v q4_0"}) {
+                            "--cache-type-k f16 --cache-type-v q8_0", "--cache-type-k q8_0 --cache-type-v q4_0",
+                            "--kv-type fp8"}) {
     const json miss = run_with(dir, other);
     ASSERT_FALSE(miss.is_null()) << other;
     EXPECT_EQ(miss["cached_tokens"], 0) << other << " used entries q8_0 wrote";
@@ -129,24 +134,28 @@ json stats_of(const std::vector<std::string>& args) {
 }
 
 // A model with heads of 64 (two q8_0 groups each): the same 2 MiB pool holds
-// at least 1.85x the tokens in q8_0, and /stats says which types it holds.
-TEST(CliKvType, StatsShowTheQ8PoolHoldingMoreTokens) {
+// at least 1.85x the tokens in q8_0 and in fp8 (68 and 65 bytes a row against
+// 128), and /stats says which types it holds.
+TEST(CliKvType, StatsShowTheQ8AndFp8PoolsHoldingMoreTokens) {
   const std::string model = test::temp_dir() + "/hd64.gguf";
   const auto made = run_command(cli() + " make-model --preset tiny --embd 128 --heads 2 --kv-heads 2 -o " +
                                 shell_quote(model));
   ASSERT_EQ(made.exit_code, 0) << made.err;
   const json f16 = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16"});
-  const json q8 = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16", "--kv-type", "q8_0"});
-  ASSERT_TRUE(f16.contains("cache") && q8.contains("cache")) << f16.dump() << q8.dump();
+  ASSERT_TRUE(f16.contains("cache")) << f16.dump();
   EXPECT_EQ(f16["cache"]["cache_type_k"], "f16");
-  EXPECT_EQ(q8["cache"]["cache_type_k"], "q8_0");
-  EXPECT_EQ(q8["cache"]["cache_type_v"], "q8_0");
   const double f16_tokens = f16["cache"]["capacity_tokens"].get<double>();
-  const double q8_tokens = q8["cache"]["capacity_tokens"].get<double>();
   EXPECT_GT(f16_tokens, 0);
-  EXPECT_GE(q8_tokens / f16_tokens, 1.85) << f16_tokens << " " << q8_tokens;
-  EXPECT_LT(q8["cache"]["block_bytes"].get<double>(), f16["cache"]["block_bytes"].get<double>() / 1.85);
   EXPECT_EQ(f16["cache"]["capacity_tokens"], f16["cache"]["blocks_total"].get<int>() * 16);
+  for (const std::string type : {"q8_0", "fp8"}) {
+    const json q = stats_of({"-m", model, "--kv-memory-mb", "2", "--block-size", "16", "--kv-type", type});
+    ASSERT_TRUE(q.contains("cache")) << q.dump();
+    EXPECT_EQ(q["cache"]["cache_type_k"], type);
+    EXPECT_EQ(q["cache"]["cache_type_v"], type);
+    const double q_tokens = q["cache"]["capacity_tokens"].get<double>();
+    EXPECT_GE(q_tokens / f16_tokens, 1.85) << type << ": " << f16_tokens << " " << q_tokens;
+    EXPECT_LT(q["cache"]["block_bytes"].get<double>(), f16["cache"]["block_bytes"].get<double>() / 1.85) << type;
+  }
 }
 
 // The same model and pool in q4_0 (36 bytes a row against f16's 128): at

@@ -83,6 +83,8 @@ TEST(EngineFlags, CacheTypesLandInTheirFields) {
   EXPECT_EQ(parse({"--cache-type-k", "q8_0", "--cache-type-v", "q4_0"}).options.pool.kv_types,
             (KvTypes{KvType::Q8_0, KvType::Q4_0}));
   EXPECT_EQ(parse({"--kv-type", "q4_0"}).options.pool.kv_types, KvTypes{KvType::Q4_0});
+  EXPECT_EQ(parse({"--cache-type-k", "fp8", "--cache-type-v", "f16"}).options.pool.kv_types,
+            (KvTypes{KvType::Fp8, KvType::F16}));
 }
 
 TEST(EngineFlags, BadValuesAreRefusedByName) {

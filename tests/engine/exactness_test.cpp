@@ -133,7 +133,8 @@ TEST_P(SchedulerExactness, Q8SyntheticModelBatchingAndChunkingAreBitwiseIdentica
 INSTANTIATE_TEST_SUITE_P(KvTypes, SchedulerExactness,
                          ::testing::Values(KvTypes{KvType::F16}, KvTypes{KvType::F32}, KvTypes{KvType::Q8_0},
                                            KvTypes{KvType::Q8_0, KvType::F16}, KvTypes{KvType::Q4_0},
-                                           KvTypes{KvType::Q8_0, KvType::Q4_0}),
+                                           KvTypes{KvType::Q8_0, KvType::Q4_0}, KvTypes{KvType::Fp8},
+                                           KvTypes{KvType::F16, KvType::Fp8}),
                          [](const auto& param_info) {
                            std::string name = kv_types_text(param_info.param);
                            std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');

@@ -115,7 +115,7 @@ TEST(ShiftReuse, LayerZeroOfAShiftedSpanIsAFreshComputationAtTheNewPositions) {
     auto model = Model::load(path);
     ASSERT_TRUE(model) << model.error().message;
     const int vocab = (*model)->config().n_vocab;
-    for (KvType type : {KvType::F16, KvType::F32, KvType::Q8_0, KvType::Q4_0}) {
+    for (KvType type : {KvType::F16, KvType::F32, KvType::Q8_0, KvType::Q4_0, KvType::Fp8}) {
       SCOPED_TRACE(variant.name + " " + std::string(kv_type_name(type)));
       RigOptions o;
       o.kv_types = type;
@@ -153,10 +153,13 @@ TEST(ShiftReuse, LayerZeroOfAShiftedSpanIsAFreshComputationAtTheNewPositions) {
       // max|k| / 127 of a row whose max may grow by sqrt 2 in rotation.
       // q4_0: the same with steps of max|k| / 8, and values of the other
       // sign than a group's largest clamped a whole step short, about four
-      // steps in all.
-      const float tol = type == KvType::F16   ? 3.0f / 1024.0f
-                        : type == KvType::F32 ? 2e-5f
+      // steps in all. fp8: half a unit in the last place (at most 2^-4 of
+      // a value) at the old position (rotated: sqrt 2 of it), of the
+      // requantization (of a row up to sqrt 2 larger) and of the fresh one.
+      const float tol = type == KvType::F16    ? 3.0f / 1024.0f
+                        : type == KvType::F32  ? 2e-5f
                         : type == KvType::Q8_0 ? 3.0f / 127.0f
+                        : type == KvType::Fp8  ? 4.0f / 16.0f
                                                : 4.0f / 8.0f;
       float worst = 0.0f;
       for (int slot = 31; slot < 71; ++slot)

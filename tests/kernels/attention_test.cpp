@@ -42,7 +42,10 @@ const KvTypes kTypePairs[] = {KvType::F32,
                               {KvType::F16, KvType::Q8_0},
                               KvType::Q4_0,
                               {KvType::F16, KvType::Q4_0},
-                              {KvType::Q8_0, KvType::Q4_0}};
+                              {KvType::Q8_0, KvType::Q4_0},
+                              KvType::Fp8,
+                              {KvType::F16, KvType::Fp8},
+                              {KvType::Fp8, KvType::Q4_0}};
 
 bool has_quantized(KvTypes t) { return is_quantized(t.k) || is_quantized(t.v); }
 

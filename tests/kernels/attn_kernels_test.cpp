@@ -191,17 +191,19 @@ Rows make_rows(KvType t, int n, std::size_t hd, unsigned seed) {
   return r;
 }
 
-constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0, KvType::Q4_0};
+constexpr KvType kAllTypes[] = {KvType::F16, KvType::F32, KvType::Q8_0, KvType::Q4_0, KvType::Fp8};
 static_assert(std::size(kAllTypes) == kKvTypeCount, "a new KvType joins the kernel tests");
 
 // Head sizes to try for a type: the float types any size, odd ones
 // included; the quantized types the sizes they can store, below one group
 // (8, 24: tails on every path; 30: also a tail of single elements after
 // 4-wide registers; q4_0 also 6, a head narrower than every register, and
-// 18, a 16-wide chunk and a tail of two) and whole groups (64, 96, 128).
+// 18, a 16-wide chunk and a tail of two) and whole groups (64, 96, 128);
+// fp8, one scale a row, any size, odd ones included.
 std::vector<std::size_t> head_sizes(KvType t, std::vector<std::size_t> float_sizes) {
   if (t == KvType::Q8_0) return {64, 128, 24, 8, 96, 30};
   if (t == KvType::Q4_0) return {64, 128, 24, 8, 96, 30, 6, 18};
+  if (t == KvType::Fp8) return {64, 128, 24, 8, 30, 6, 18, 37, 1};
   return float_sizes;
 }
 
@@ -341,9 +343,10 @@ TEST(AttnKernels, PvQueriesMatchPvAloneOnEveryPath) {
 }
 
 // Quantized p.V: bitwise the scalar reference on every path, at every head
-// size the type takes, and rows with p == 0 not read (their scale is NaN here).
+// size the type takes, and rows with p == 0 not read (their scale is NaN here;
+// every fp8 byte pattern reads as a number, so for fp8 only the first holds).
 TEST(AttnKernels, QuantizedPvMatchesScalarAndSkipsZeroProbabilities) {
-  for (KvType type : {KvType::Q8_0, KvType::Q4_0}) {
+  for (KvType type : {KvType::Q8_0, KvType::Q4_0, KvType::Fp8}) {
     for (std::size_t hd : head_sizes(type, {})) {
       constexpr int kRows = 23;
       const Rows v = make_rows(type, kRows, hd, 41);

@@ -59,7 +59,7 @@ Seq make_seq(Pool& pool, std::vector<int> physical, int n_slots, int shared, int
 TEST(CascadeAttention, EachQueryBitwiseAsIfAlone) {
   for (KernelPath path : test::supported_paths()) {
     test::ScopedKernelPath scoped(path);
-    for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0}) {
+    for (KvType type : {KvType::F32, KvType::F16, KvType::Q8_0, KvType::Q4_0, KvType::Fp8}) {
       // Head size 40 (q8_0, q4_0: 24, a one-group head with a tail) takes
       // the kernels' general loops, 64 their unrolled ones; 37 (q8_0, q4_0:
       // 30) leaves single elements after the registers of every path's width.

@@ -108,7 +108,7 @@ TEST(KvRowCodec, Q8ErrorIsWithinHalfAStepPerGroup) {
 // block), and the same on every kernel path, for each quantized type alone
 // and beside f16.
 TEST(KvRowCodec, QuantizedRowsDependOnTheirOwnTokenOnlyOnEveryPath) {
-  for (KvTypes types : {KvTypes{KvType::Q8_0}, KvTypes{KvType::Q4_0}, KvTypes{KvType::F16, KvType::Q4_0}}) {
+  for (KvTypes types : {KvTypes{KvType::Q8_0}, KvTypes{KvType::Q4_0}, KvTypes{KvType::F16, KvType::Q4_0}, KvTypes{KvType::Fp8}}) {
     const KvGeometry g{2, 2, 64, 8, types};
     const std::size_t per_token = static_cast<std::size_t>(g.n_kv_heads) * g.head_dim;
     std::vector<std::vector<float>> k, v;
@@ -159,7 +159,7 @@ TEST(KvRowCodec, Q8BlocksAreSmallerByTheDocumentedRatio) {
 // quantizes it again: the result is exactly that (and not the source), the
 // V rows are copied bit for bit, and a delta of 0 copies K bit for bit too.
 TEST(KvRowCodec, QuantizedRowMoveRotatesThroughF32AndCopiesV) {
-  for (KvType type : {KvType::Q8_0, KvType::Q4_0}) {
+  for (KvType type : {KvType::Q8_0, KvType::Q4_0, KvType::Fp8}) {
     const KvGeometry g{2, 2, 64, 8, type};
     const RopeShiftParams rope{.head_dim = 64, .n_rot = 64, .freq_base = 10000.0f};
     std::vector<std::byte> src(g.block_bytes()), dst(g.block_bytes(), std::byte{0});

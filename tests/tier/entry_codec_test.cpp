@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "support/tier_entries.h"
 
@@ -15,7 +16,7 @@ namespace {
 TEST(EntryCodec, RoundTripsBitwise) {
   for (KvTypes type : {KvTypes{KvType::F16}, KvTypes{KvType::F32}, KvTypes{KvType::Q8_0},
                        KvTypes{KvType::Q8_0, KvType::F16}, KvTypes{KvType::F32, KvType::Q8_0}, KvTypes{KvType::Q4_0},
-                       KvTypes{KvType::Q8_0, KvType::Q4_0}}) {
+                       KvTypes{KvType::Q8_0, KvType::Q4_0}, KvTypes{KvType::Fp8}, KvTypes{KvType::Fp8, KvType::F16}}) {
     KvGeometry g = test::small_tier_geometry();
     g.types = type;
     const TierEntry e = test::make_tier_entry(0x1234, 99, 98, g);
@@ -42,17 +43,21 @@ TEST(EntryCodec, TheHeaderNamesEachTensorsType) {
   EXPECT_NE(header.find("\"dtype\":\"F16\",\"shape\":[2,2,4,8]"), std::string::npos) << header;
 }
 
-// q4_0 is raw bytes too: rows of 6 bytes (a 2-byte scale, 8 nibbles) for
-// head_dim 8, and the name says which quantized type they are.
-TEST(EntryCodec, AQ4Tensor) {
-  KvGeometry g = test::small_tier_geometry();
-  g.types = {KvType::F16, KvType::Q4_0};
-  const std::vector<std::byte> bytes = encode_entry(test::make_tier_entry(0x1234, 99, 98, g));
-  uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[static_cast<std::size_t>(i)]) << (8 * i);
-  const std::string header(reinterpret_cast<const char*>(bytes.data()) + 8, length);
-  EXPECT_NE(header.find("\"v_type\":\"q4_0\""), std::string::npos) << header;
-  EXPECT_NE(header.find("\"dtype\":\"U8\",\"shape\":[2,2,4,6]"), std::string::npos) << header;
+// q4_0 and fp8 are raw bytes too: rows of 6 bytes for q4_0 (a 2-byte scale,
+// 8 nibbles) and 9 for fp8 (a 1-byte exponent, 8 values) at head_dim 8, and
+// the name says which quantized type they are.
+TEST(EntryCodec, Q4AndFp8TensorsAreRawRows) {
+  for (auto [type, row] : {std::pair{KvType::Q4_0, 6}, std::pair{KvType::Fp8, 9}}) {
+    KvGeometry g = test::small_tier_geometry();
+    g.types = {KvType::F16, type};
+    const std::vector<std::byte> bytes = encode_entry(test::make_tier_entry(0x1234, 99, 98, g));
+    uint64_t length = 0;
+    for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(bytes[static_cast<std::size_t>(i)]) << (8 * i);
+    const std::string header(reinterpret_cast<const char*>(bytes.data()) + 8, length);
+    EXPECT_NE(header.find("\"v_type\":\"" + std::string(kv_type_name(type)) + "\""), std::string::npos) << header;
+    EXPECT_NE(header.find("\"dtype\":\"U8\",\"shape\":[2,2,4," + std::to_string(row) + "]"), std::string::npos)
+        << header;
+  }
 }
 
 TEST(EntryCodec, EveryTruncationFails) {

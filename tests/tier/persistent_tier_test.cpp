@@ -125,7 +125,7 @@ TEST_P(PersistentTier, AnotherKvGeometryIsAMissNotDamage) {
   // reads the f16 entry as a miss, and leaves it in place for the f16 pool.
   for (KvTypes types : {KvTypes{KvType::F32}, KvTypes{KvType::Q8_0}, KvTypes{KvType::Q8_0, KvType::F16},
                         KvTypes{KvType::F16, KvType::Q8_0}, KvTypes{KvType::Q4_0},
-                        KvTypes{KvType::F16, KvType::Q4_0}}) {
+                        KvTypes{KvType::F16, KvType::Q4_0}, KvTypes{KvType::Fp8}}) {
     auto store = open_entry_store(spec_, options_);
     KvGeometry other_types = small_tier_geometry();
     other_types.types = types;
