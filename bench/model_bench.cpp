@@ -20,30 +20,41 @@ class Runner {
  public:
   Runner(Model& model, KvPool& pool, ThreadPool& threads) : model_(model), pool_(pool), threads_(threads) {}
 
-  // Seconds to run `tokens` from an empty cache, `per_call` tokens per forward call.
-  Result<double> time(const std::vector<int32_t>& tokens, int per_call) {
+  // Seconds to run `tokens`, `per_call` tokens per forward call, after the
+  // `context` tokens (computed first, in prefill batches, and not timed).
+  Result<double> time(const std::vector<int32_t>& context, const std::vector<int32_t>& tokens, int per_call) {
     BlockTable table(pool_.geometry().block_size);
-    if (auto ok = table.reserve(pool_, static_cast<int>(tokens.size())); !ok) return std::unexpected(ok.error());
-    std::vector<float> logits(static_cast<std::size_t>(model_.config().n_vocab));
-    Batch batch;
+    if (auto ok = table.reserve(pool_, static_cast<int>(context.size() + tokens.size())); !ok)
+      return std::unexpected(ok.error());
+    Status ran = run(table, context, 0, kContextBatch);
     const auto t0 = Clock::now();
-    for (std::size_t begin = 0; begin < tokens.size(); begin += static_cast<std::size_t>(per_call)) {
-      const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(per_call));
-      batch.clear();
-      for (std::size_t i = begin; i < end; ++i)
-        batch.add(tokens[i], static_cast<int32_t>(i), 0, table.append(tokens[i], static_cast<int32_t>(i)), i + 1 == end);
-      const KvSeqView seq = table.view();
-      if (auto ok = model_.forward(batch, KvView{pool_.geometry(), {&seq, 1}}, logits, threads_); !ok) {
-        table.release(pool_);
-        return std::unexpected(ok.error());
-      }
-    }
+    if (ran) ran = run(table, tokens, static_cast<int32_t>(context.size()), per_call);
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     table.release(pool_);
+    if (!ran) return std::unexpected(ran.error());
     return s;
   }
 
  private:
+  // Tokens per forward call of the untimed context: a server's prefill batch.
+  static constexpr int kContextBatch = 512;
+
+  Status run(BlockTable& table, const std::vector<int32_t>& tokens, int32_t first_pos, int per_call) {
+    std::vector<float> logits(static_cast<std::size_t>(model_.config().n_vocab));
+    Batch batch;
+    for (std::size_t begin = 0; begin < tokens.size(); begin += static_cast<std::size_t>(per_call)) {
+      const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(per_call));
+      batch.clear();
+      for (std::size_t i = begin; i < end; ++i) {
+        const auto pos = first_pos + static_cast<int32_t>(i);
+        batch.add(tokens[i], pos, 0, table.append(tokens[i], pos), i + 1 == end);
+      }
+      const KvSeqView seq = table.view();
+      if (auto ok = model_.forward(batch, KvView{pool_.geometry(), {&seq, 1}}, logits, threads_); !ok) return ok;
+    }
+    return {};
+  }
+
   Model& model_;
   KvPool& pool_;
   ThreadPool& threads_;
@@ -56,10 +67,11 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
   return t;
 }
 
-Result<Summary> measure(Runner& runner, const std::vector<int32_t>& tokens, int per_call, int reps) {
+Result<Summary> measure(Runner& runner, const std::vector<int32_t>& context, const std::vector<int32_t>& tokens,
+                        int per_call, int reps) {
   std::vector<double> rates;
   for (int r = -1; r < reps; ++r) {  // r == -1: warm-up, not recorded
-    auto s = runner.time(tokens, per_call);
+    auto s = runner.time(context, tokens, per_call);
     if (!s) return std::unexpected(s.error());
     if (r >= 0) rates.push_back(static_cast<double>(tokens.size()) / *s);
   }
@@ -71,7 +83,8 @@ FileLoad load_of(const ModelBenchOptions& o) { return o.mmap ? FileLoad::Map : F
 }  // namespace
 
 Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
-  if (o.n_prompt < 0 || o.n_gen < 0 || o.repetitions < 1) return fail("bench: -p, -n must be >= 0 and -r >= 1");
+  if (o.n_prompt < 0 || o.n_gen < 0 || o.depth < 0 || o.repetitions < 1)
+    return fail("bench: -p, -n and -d must be >= 0 and -r >= 1");
   LoadOptions load;
   // As run and serve load: one copy of the F16 / BF16 weights, their panels.
   load.release_packed_file_bytes = true;
@@ -83,7 +96,7 @@ Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
     if (const std::string why = kv_type_unsupported(t, c.head_dim); !why.empty())
       return fail("bench: KV type " + std::string(kv_type_name(t)) + ": " + why);
   KvGeometry g{c.n_layers, c.n_kv_heads, c.head_dim, 32, o.kv_types};
-  const int n_tokens = std::max(o.n_prompt, o.n_gen);
+  const int n_tokens = o.depth + std::max(o.n_prompt, o.n_gen);
   auto pool = KvPool::create(g, static_cast<std::size_t>((n_tokens + g.block_size - 1) / g.block_size + 1));
   if (!pool) return fail(pool.error().message);
   ThreadPool threads(o.n_threads > 0 ? o.n_threads : hardware_threads());
@@ -95,13 +108,14 @@ Result<ModelBenchResult> run_model_bench(const ModelBenchOptions& o) {
   r.n_threads = threads.size();
   r.weight_bytes = (*model)->weight_bytes();
   for (const auto& t : (*model)->file().tensors()) r.parameters += t.n_elements;
+  const std::vector<int32_t> context = random_tokens(o.depth, c.n_vocab, 3);
   if (o.n_prompt > 0) {
-    auto s = measure(runner, random_tokens(o.n_prompt, c.n_vocab, 1), o.n_prompt, o.repetitions);
+    auto s = measure(runner, context, random_tokens(o.n_prompt, c.n_vocab, 1), o.n_prompt, o.repetitions);
     if (!s) return fail(s.error().message);
     r.pp_tokens_per_s = *s;
   }
   if (o.n_gen > 0) {
-    auto s = measure(runner, random_tokens(o.n_gen, c.n_vocab, 2), 1, o.repetitions);
+    auto s = measure(runner, context, random_tokens(o.n_gen, c.n_vocab, 2), 1, o.repetitions);
     if (!s) return fail(s.error().message);
     r.tg_tokens_per_s = *s;
   }
@@ -116,6 +130,7 @@ nlohmann::json to_json(const ModelBenchOptions& o, const ModelBenchResult& r) {
   nlohmann::json j = {{"model", r.model},          {"kernel_path", r.kernel_path}, {"threads", r.n_threads},
                       {"weights", file_load_name(load_of(o))},
                       {"weight_bytes", r.weight_bytes}, {"parameters", r.parameters}, {"repetitions", o.repetitions},
+                      {"depth", o.depth},
                       {"cache_type_k", std::string(kv_type_name(o.kv_types.k))},
                       {"cache_type_v", std::string(kv_type_name(o.kv_types.v))}};
   if (o.n_prompt > 0) j["pp"] = {{"tokens", o.n_prompt}, {"tokens_per_second", summary(r.pp_tokens_per_s)}};
@@ -135,8 +150,10 @@ std::string to_markdown(const ModelBenchOptions& o, const ModelBenchResult& r) {
                   kv_types_text(o.kv_types).c_str(), test.c_str(), s.median, s.stddev);
     out += row;
   };
-  if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt), r.pp_tokens_per_s);
-  if (o.n_gen > 0) add("tg" + std::to_string(o.n_gen), r.tg_tokens_per_s);
+  // llama-bench's names: "tg32 @ d4096" for a run after 4096 tokens.
+  const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
+  if (o.n_prompt > 0) add("pp" + std::to_string(o.n_prompt) + at, r.pp_tokens_per_s);
+  if (o.n_gen > 0) add("tg" + std::to_string(o.n_gen) + at, r.tg_tokens_per_s);
   return out;
 }
 

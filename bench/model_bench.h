@@ -1,7 +1,9 @@
 // `clmcache bench model`: prompt processing (pp) and token generation (tg)
 // speed of one model, measured like llama-bench: pp = one prompt of p tokens
-// in one forward call from an empty cache, tg = n single-token decode steps
-// from an empty cache; each repeated r times after a warm-up.
+// in one forward call, tg = n single-token decode steps, both after d tokens
+// already in the cache (the depth, llama-bench's -d; 0: an empty cache),
+// which are computed before each run and not timed; each repeated r times
+// after a warm-up.
 #pragma once
 
 #include <string>
@@ -18,6 +20,7 @@ struct ModelBenchOptions {
   std::string model_path;
   int n_prompt = 512;
   int n_gen = 128;
+  int depth = 0;  // tokens in the cache before each pp or tg run, not timed
   int n_threads = 0;  // 0: all hardware threads
   int repetitions = 5;
   KvTypes kv_types;  // K and V element types

@@ -267,6 +267,10 @@ void register_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 1 << 16));
   model->add_option("-n,--n-gen", mf->options.n_gen, "generated tokens per tg run (0: skip tg)")
       ->check(CLI::Range(0, 1 << 16));
+  model->add_option("-d,--depth", mf->options.depth,
+                    "tokens already in the cache before each pp and tg run, computed first and not timed "
+                    "(llama-bench's -d)")
+      ->check(CLI::Range(0, 1 << 20));
   model->add_option("-t,--threads", mf->options.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
   model->add_option("-r,--repetitions", mf->options.repetitions, "measured runs per test, after one warm-up")
       ->check(CLI::Range(1, 1000));

@@ -303,6 +303,24 @@ TEST(CliBench, ModelBenchReportsPpAndTgAsJson) {
   EXPECT_GT(j["weight_bytes"].get<double>(), 1e6);
 }
 
+// With -d the runs follow that many cached tokens: the pool holds them
+// (a pool sized for -p or -n alone could not take 700 more), and the output
+// names the depth as llama-bench does.
+TEST(CliBench, ModelBenchRunsAtADepth) {
+  const std::string model = test::shell_quote(test::shared_file("models/stories260K.gguf"));
+  const auto j = test::run_command(cli() + " bench model -m " + model + " -d 700 -p 8 -n 4 -r 1 -t 1 -o json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto parsed = nlohmann::json::parse(j.out);
+  EXPECT_EQ(parsed["depth"], 700);
+  EXPECT_GT(parsed["tg"]["tokens_per_second"]["median"].get<double>(), 0.0);
+  const auto md = test::run_command(cli() + " bench model -m " + model + " -d 700 -p 0 -n 4 -r 1 -t 1");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| tg4 @ d700 |"), std::string::npos) << md.out;
+  const auto bad = test::run_command(cli() + " bench model -m " + model + " -d -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--depth"), std::string::npos) << bad.err;
+}
+
 TEST(CliBench, ModelBenchRejectsMissingModel) {
   const auto r = test::run_command(cli() + " bench model -m /nonexistent/model.gguf -p 8 -n 2 -r 1");
   EXPECT_NE(r.exit_code, 0);
