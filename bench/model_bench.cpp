@@ -16,24 +16,39 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Runs token batches on one sequence of the pool. The depth (the tokens
+// already in the cache) is computed once: each timed run gets a table over
+// the same blocks that lists those slots as filled and appends its own tokens
+// after them, overwriting what the run before wrote there.
 class Runner {
  public:
-  Runner(Model& model, KvPool& pool, ThreadPool& threads) : model_(model), pool_(pool), threads_(threads) {}
+  Runner(Model& model, KvPool& pool, ThreadPool& threads)
+      : model_(model), pool_(pool), threads_(threads), depth_(pool.geometry().block_size) {}
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+  ~Runner() { depth_.release(pool_); }
 
-  // Seconds to run `tokens`, `per_call` tokens per forward call, after the
-  // `context` tokens (computed first, in prefill batches, and not timed).
-  Result<double> time(const std::vector<int32_t>& context, const std::vector<int32_t>& tokens, int per_call) {
-    BlockTable table(pool_.geometry().block_size);
-    if (auto ok = table.reserve(pool_, static_cast<int>(context.size() + tokens.size())); !ok)
-      return std::unexpected(ok.error());
-    Status ran = run(table, context, 0, kContextBatch);
-    const auto t0 = Clock::now();
-    if (ran) ran = run(table, tokens, static_cast<int32_t>(context.size()), per_call);
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    table.release(pool_);
-    if (!ran) return std::unexpected(ran.error());
-    return s;
+  // Computes `context` (in prefill batches, not timed) with room for `room`
+  // more tokens after it.
+  Status prepare(const std::vector<int32_t>& context, int room) {
+    depth_.release(pool_);
+    context_ = context;
+    if (auto ok = depth_.reserve(pool_, static_cast<int>(context.size()) + room); !ok) return ok;
+    return run(depth_, context, 0, kContextBatch);
   }
+
+  // Seconds to run `tokens` after the prepared context, `per_call` tokens per
+  // forward call.
+  Result<double> time(const std::vector<int32_t>& tokens, int per_call) {
+    BlockTable table(pool_.geometry().block_size);
+    const KvSeqView prepared = depth_.view();
+    for (std::size_t b = 0; b < depth_.blocks().size(); ++b) table.push_block(depth_.blocks()[b], prepared.blocks[b]);
+    for (std::size_t i = 0; i < context_.size(); ++i) table.append(context_[i], static_cast<int32_t>(i));
+    const auto t0 = Clock::now();
+    if (auto ok = run(table, tokens, static_cast<int32_t>(context_.size()), per_call); !ok)
+      return std::unexpected(ok.error());
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }  // `table` borrows depth_'s blocks: it is dropped, never released
 
  private:
   // Tokens per forward call of the untimed context: a server's prefill batch.
@@ -58,6 +73,8 @@ class Runner {
   Model& model_;
   KvPool& pool_;
   ThreadPool& threads_;
+  BlockTable depth_;
+  std::vector<int32_t> context_;
 };
 
 std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
@@ -69,9 +86,10 @@ std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
 
 Result<Summary> measure(Runner& runner, const std::vector<int32_t>& context, const std::vector<int32_t>& tokens,
                         int per_call, int reps) {
+  if (auto ok = runner.prepare(context, static_cast<int>(tokens.size())); !ok) return std::unexpected(ok.error());
   std::vector<double> rates;
   for (int r = -1; r < reps; ++r) {  // r == -1: warm-up, not recorded
-    auto s = runner.time(context, tokens, per_call);
+    auto s = runner.time(tokens, per_call);
     if (!s) return std::unexpected(s.error());
     if (r >= 0) rates.push_back(static_cast<double>(tokens.size()) / *s);
   }
