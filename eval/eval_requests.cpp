@@ -47,8 +47,12 @@ Result<std::vector<TokenizedCase>> tokenize_cases(const Tokenizer& tok, const Re
   return out;
 }
 
-Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCaseSet& set, int requested_ctx,
-                                    int greedy_tokens) {
+namespace {
+
+// The model's shape and tokenizer, and the context the evaluation runs at;
+// `tokenize` then fills the cases.
+template <class Tokenize>
+Result<EvalInputs> load_inputs(const std::string& model_path, int requested_ctx, Tokenize tokenize) {
   auto file = GgufFile::open(model_path);
   if (!file) return std::unexpected(file.error());
   auto config = read_model_config(*file);
@@ -58,10 +62,44 @@ Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCa
   EvalInputs in;
   in.config = *config;
   in.n_ctx = eval_context(requested_ctx, *config);
-  auto cases = tokenize_cases(**tokenizer, set, in.n_ctx, greedy_tokens);
+  auto cases = tokenize(**tokenizer, in.n_ctx);
   if (!cases) return std::unexpected(cases.error());
   in.cases = std::move(*cases);
   return in;
+}
+
+}  // namespace
+
+Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCaseSet& set, int requested_ctx,
+                                    int greedy_tokens) {
+  return load_inputs(model_path, requested_ctx, [&](const Tokenizer& tok, int n_ctx) {
+    return tokenize_cases(tok, set, n_ctx, greedy_tokens);
+  });
+}
+
+Result<EvalInputs> load_text_eval_inputs(const std::string& model_path, const EvictCaseSet& set, int requested_ctx,
+                                         int ask_tokens, int greedy_tokens) {
+  auto tokenize = [&](const Tokenizer& tok, int n_ctx) -> Result<std::vector<TokenizedCase>> {
+    if (ask_tokens < 1) return fail("the ask of a text case must be at least 1 token");
+    if (ask_tokens + greedy_tokens > n_ctx)
+      return fail("an ask of " + std::to_string(ask_tokens) + " tokens with a " + std::to_string(greedy_tokens) +
+                  "-token continuation is longer than the context of " + std::to_string(n_ctx));
+    std::vector<TokenizedCase> out;
+    for (std::size_t i = 0; i < set.cases.size(); ++i) {
+      std::vector<int32_t> ids = tok.encode(set.cases[i].text, /*add_special=*/true, /*parse_special=*/true);
+      if (static_cast<int>(ids.size()) <= ask_tokens + 1)
+        return fail("case " + std::to_string(i) + " (" + set.cases[i].id + "): its text is " +
+                    std::to_string(ids.size()) + " tokens, too few for an ask of " + std::to_string(ask_tokens));
+      ids.resize(std::min(ids.size(), static_cast<std::size_t>(n_ctx - 1)));  // as a prompt must fit: below the context
+      TokenizedCase t;
+      const auto split = ids.begin() + ask_tokens;
+      t.ask.assign(ids.begin(), split);
+      t.reference = std::vector<int32_t>(split, ids.end());
+      out.push_back(std::move(t));
+    }
+    return out;
+  };
+  return load_inputs(model_path, requested_ctx, tokenize);
 }
 
 Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, GenerateOptions g,

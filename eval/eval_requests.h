@@ -13,6 +13,7 @@
 #include "engine/engine.h"
 #include "model/model_config.h"
 #include "model/tokenizer.h"
+#include "evict_cases.h"
 #include "reuse_cases.h"
 #include "util/error.h"
 
@@ -47,6 +48,13 @@ struct EvalInputs {
 };
 Result<EvalInputs> load_eval_inputs(const std::string& model_path, const ReuseCaseSet& set, int requested_ctx,
                                     int greedy_tokens);
+// The same for a set of plain texts: each text tokenized as a prompt (BOS
+// added, control tokens parsed), its first `ask_tokens` the ask and the rest,
+// cut to the context, the reference continuation. A text of no more than
+// ask_tokens + 1 tokens, or a context too short for the ask and
+// greedy_tokens, is an error naming the case.
+Result<EvalInputs> load_text_eval_inputs(const std::string& model_path, const EvictCaseSet& set, int requested_ctx,
+                                         int ask_tokens, int greedy_tokens);
 
 struct EvalRun {
   std::vector<int32_t> tokens;

@@ -37,15 +37,17 @@ Result<std::vector<std::vector<float>>> forced_rows(Engine& engine, const std::v
   return rows;
 }
 
-}  // namespace
+// The cases of either kind of set, tokenized, with their set's name and ids.
+struct NamedCases {
+  std::string set_name;
+  std::vector<std::string> ids;
+  EvalInputs inputs;
+};
 
-Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const ReuseCaseSet& set) {
-  if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
-  auto inputs = load_eval_inputs(o.engine.load.model_path, set, o.n_ctx, o.greedy_tokens);
-  if (!inputs) return std::unexpected(inputs.error());
-  const int n_ctx = inputs->n_ctx;
-  const std::vector<TokenizedCase>& cases = inputs->cases;
-  const int n_vocab = inputs->config.n_vocab;
+Result<KvTypeEvalResult> evaluate(const KvTypeEvalOptions& o, const NamedCases& named) {
+  const int n_ctx = named.inputs.n_ctx;
+  const std::vector<TokenizedCase>& cases = named.inputs.cases;
+  const int n_vocab = named.inputs.config.n_vocab;
 
   // Two engines on one set of weights, differing only in their K/V types;
   // the pool of each holds one full context (nothing is reused).
@@ -64,14 +66,14 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
 
   KvTypeEvalResult r;
   r.model = o.engine.load.model_path;
-  r.case_set = set.name;
+  r.case_set = named.set_name;
   r.reference = kv_types_text(o.reference);
   r.tested = kv_types_text(o.tested);
   double nll_ref = 0.0, nll_test = 0.0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const TokenizedCase& c = cases[i];
     auto where = [&](const std::string& who, const Error& e) {
-      return fail(case_name(set.cases[i], i) + ", " + who + ": " + e.message);
+      return fail("case " + std::to_string(i) + " (" + named.ids[i] + "), " + who + ": " + e.message);
     };
     clear_cache(**reference);
     auto greedy_ref = run_request(**reference, c.ask, o.greedy_tokens, reuse_off(), -1);
@@ -83,7 +85,7 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
     r.greedy_total += static_cast<long>(greedy_ref->tokens.size());
 
     const std::vector<int32_t>& cont = c.reference ? *c.reference : greedy_ref->tokens;
-    if (cont.empty()) return fail(case_name(set.cases[i], i) + ": the continuation is empty");
+    if (cont.empty()) return fail("case " + std::to_string(i) + " (" + named.ids[i] + "): the continuation is empty");
     auto p = forced_rows(**reference, c.ask, cont, n_vocab);
     if (!p) return where(r.reference, p.error());
     auto q = forced_rows(**tested, c.ask, cont, n_vocab);
@@ -99,7 +101,7 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
       nll_test -= static_cast<double>(qk[tok]);
       ++r.positions;
     }
-    if (kl.count > 0 && (r.worst_case.empty() || kl.max > r.kl.max)) r.worst_case = set.cases[i].id;
+    if (kl.count > 0 && (r.worst_case.empty() || kl.max > r.kl.max)) r.worst_case = named.ids[i];
     r.kl.merge(kl);
     ++r.cases;
     if (o.on_case) o.on_case(i, cases.size());
@@ -109,6 +111,26 @@ Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const Reus
     r.nll_tested = nll_test / r.positions;
   }
   return r;
+}
+
+}  // namespace
+
+Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const ReuseCaseSet& set) {
+  if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
+  auto inputs = load_eval_inputs(o.engine.load.model_path, set, o.n_ctx, o.greedy_tokens);
+  if (!inputs) return std::unexpected(inputs.error());
+  NamedCases named{set.name, {}, std::move(*inputs)};
+  for (const ReuseCase& c : set.cases) named.ids.push_back(c.id);
+  return evaluate(o, named);
+}
+
+Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& o, const EvictCaseSet& set) {
+  if (o.greedy_tokens < 1) return fail("greedy tokens must be at least 1");
+  auto inputs = load_text_eval_inputs(o.engine.load.model_path, set, o.n_ctx, o.text_ask_tokens, o.greedy_tokens);
+  if (!inputs) return std::unexpected(inputs.error());
+  NamedCases named{set.name, {}, std::move(*inputs)};
+  for (const EvictCase& c : set.cases) named.ids.push_back(c.id);
+  return evaluate(o, named);
 }
 
 std::string to_markdown(const KvTypeEvalResult& r) {

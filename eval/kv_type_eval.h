@@ -6,7 +6,9 @@
 // of C: KL(reference || tested) of the next-token distributions, top-1
 // agreement, and the mean negative log-likelihood of C under each (ΔNLL =
 // tested - reference); also how many of the tested engine's own greedy
-// tokens match the reference's.
+// tokens match the reference's. A set of plain texts (the eviction sets)
+// works the same way, each text's first tokens the ask and the rest the
+// reference: every position of long prose scored.
 #pragma once
 
 #include <functional>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distribution_metrics.h"
+#include "evict_cases.h"
 #include "engine/engine_options.h"
 #include "kernels/kv_type.h"
 #include "reuse_cases.h"
@@ -29,6 +32,7 @@ struct KvTypeEvalOptions {
   KvTypes reference = KvType::F16;
   KvTypes tested = KvType::Q8_0;
   int greedy_tokens = 32;  // the continuation when a case has no reference text
+  int text_ask_tokens = 32;  // with a set of texts: tokens of each text that form the ask
   int n_ctx = 0;           // 0: the model's training context
   std::function<void(std::size_t, std::size_t)> on_case;  // after each case (index, total)
 };
@@ -51,6 +55,7 @@ struct KvTypeEvalResult {
 };
 
 Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& options, const ReuseCaseSet& cases);
+Result<KvTypeEvalResult> run_kv_type_eval(const KvTypeEvalOptions& options, const EvictCaseSet& texts);
 
 std::string to_markdown(const KvTypeEvalResult& r);
 nlohmann::json to_json(const KvTypeEvalResult& r);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -189,11 +190,18 @@ struct KvTypeEvalFlags {
   std::string format = "md";
 };
 
+// A cases file of asks (the reuse sets) or of plain texts (the eviction
+// sets); when it is neither, the error is the one for asks, the usual kind.
 int eval_kv_type(KvTypeEvalFlags& f) {
   auto cases = load_reuse_cases(f.cases_path);
-  if (!cases) return eval_failed(cases.error(), false);
+  std::optional<EvictCaseSet> texts;
+  if (!cases) {
+    auto loaded = load_evict_cases(f.cases_path);
+    if (!loaded) return eval_failed(cases.error(), false);
+    texts = std::move(*loaded);
+  }
   f.options.on_case = case_progress("eval kv-type");
-  auto r = run_kv_type_eval(f.options, *cases);
+  auto r = cases ? run_kv_type_eval(f.options, *cases) : run_kv_type_eval(f.options, *texts);
   if (!r) return eval_failed(r.error(), f.options.on_case != nullptr);
   print_report(*r, f.format);
   return 0;
@@ -204,7 +212,8 @@ void register_eval_kv_type(CLI::App* eval, int& exit_code) {
   KvTypeEvalOptions& o = kf->options;
   CLI::App* kv = eval->add_subcommand(
       "kv-type", "KL divergence, top-1 agreement and NLL of one K/V type against another, teacher-forced on a cases file");
-  kv->add_option("--cases", kf->cases_path, "cases file (JSON; the asks and references of docs/QUALITY.md's sets)")
+  kv->add_option("--cases", kf->cases_path, "cases file (JSON): a set of asks (the reuse sets) or of plain texts (the eviction sets; see "
+                 "docs/QUALITY.md)")
       ->required();
   kv->add_option("-m,--model", o.engine.load.model_path, "GGUF model file")->required();
   kv->add_option_function<std::string>(
@@ -214,6 +223,9 @@ void register_eval_kv_type(CLI::App* eval, int& exit_code) {
       ->default_str("f16");
   add_kv_type_flags(*kv, o.tested);
   kv->add_option("--greedy-tokens", o.greedy_tokens, "continuation length when a case has no reference text")
+      ->check(CLI::Range(1, 1 << 16));
+  kv->add_option("--text-ask-tokens", o.text_ask_tokens,
+                 "with a cases file of plain texts: tokens of each text that form the ask (the rest is scored)")
       ->check(CLI::Range(1, 1 << 16));
   kv->add_option("-c,--ctx-size", o.n_ctx, "context size (0: the model's)")->check(CLI::Range(0, 1 << 24));
   kv->add_option("-t,--threads", o.engine.load.n_threads, "threads (0: all cores)")->check(CLI::Range(0, 1024));
