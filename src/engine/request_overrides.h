@@ -1,8 +1,9 @@
 // RequestOverrides: the server's defaults (SchedulerOptions) that one
 // request may replace for itself alone. They travel as one struct, from the
 // OpenAI request through GenerationRequest and RequestOptions to the
-// scheduler, so that a new override is one field here rather than a copy at
-// every hop.
+// scheduler, so that a new override is one field here and one line in
+// resolve_request_settings (engine/request_settings.h) rather than a copy at
+// every hop and a value_or at every place that reads it.
 #pragma once
 
 #include <optional>
