@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "app/cache_namespace.h"
+#include "engine/request_settings.h"
 
 namespace clm {
 
@@ -58,7 +59,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   const int n_ctx = ctx.engine.options().scheduler.n_ctx;
   // With a KV budget the sequence forgets as it goes: the context does not
   // bound it (the prompt's bytes still do).
-  const int kv_budget = r.overrides.kv_budget_tokens.value_or(ctx.engine.options().scheduler.kv_budget_tokens);
+  const int kv_budget = resolve_request_settings(ctx.engine.options().scheduler, r.overrides).kv_budget_tokens;
   if (r.prompt_ids.empty()) {
     // Tokenizing stops once the prompt cannot fit, so a long one costs what
     // the context would, not its length.

@@ -32,7 +32,8 @@ struct RequestOptions {
   SamplerParams sampler;
   uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
   // Reuse mode, blend share, block strategy, KV budget and eviction
-  // positions, where this request differs from the defaults.
+  // positions, where this request differs from the defaults; read through
+  // resolve_request_settings (engine/request_settings.h).
   RequestOverrides overrides;
   // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
   // row is computed, the log-probability of prompt[i] and the K most likely
