@@ -10,7 +10,7 @@ GenerateOptions greedy_request(int max_tokens, ReuseMode mode) {
   g.max_tokens = max_tokens;
   g.stop_at_end_of_generation = false;
   g.sampler.temperature = 0.0f;
-  g.reuse = mode;
+  g.overrides.reuse = mode;
   return g;
 }
 

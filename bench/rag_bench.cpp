@@ -17,7 +17,7 @@ namespace {
 
 GenerateOptions greedy(int max_tokens, ReuseMode mode, const BlendChoice& blend) {
   GenerateOptions g = greedy_request(max_tokens, mode);
-  g.blend = blend;
+  g.overrides.blend = blend;
   return g;
 }
 

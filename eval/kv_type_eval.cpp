@@ -14,7 +14,7 @@ namespace {
 
 GenerateOptions reuse_off() {
   GenerateOptions g;
-  g.reuse = ReuseMode::Off;
+  g.overrides.reuse = ReuseMode::Off;
   return g;
 }
 

@@ -45,8 +45,8 @@ ReuseVariant plain(ReuseMode mode) {
 Result<EvalRun> run_request(Engine& engine, std::span<const int32_t> prompt, int max_tokens, const ReuseVariant& v,
                             int prompt_logprobs) {
   GenerateOptions g;
-  if (v.mode == ReuseMode::Blend) g.blend = v.blend;
-  g.reuse = v.mode;
+  if (v.mode == ReuseMode::Blend) g.overrides.blend = v.blend;
+  g.overrides.reuse = v.mode;
   return clm::run_request(engine, prompt, max_tokens, g, prompt_logprobs);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "app/cache_namespace.h"
+#include "engine/request_settings.h"
 
 namespace clm {
 
@@ -58,7 +59,7 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   const int n_ctx = ctx.engine.options().scheduler.n_ctx;
   // With a KV budget the sequence forgets as it goes: the context does not
   // bound it (the prompt's bytes still do).
-  const int kv_budget = r.kv_budget_tokens.value_or(ctx.engine.options().scheduler.kv_budget_tokens);
+  const int kv_budget = resolve_request_settings(ctx.engine.options().scheduler, r.overrides).kv_budget_tokens;
   if (r.prompt_ids.empty()) {
     // Tokenizing stops once the prompt cannot fit, so a long one costs what
     // the context would, not its length.
@@ -100,12 +101,8 @@ std::expected<std::unique_ptr<GenerationJob>, ApiError> GenerationJob::start(Ser
   sr.top_logprobs = r.logprobs ? r.top_logprobs : 0;
   sr.prompt_logprobs = r.echo && r.logprobs ? r.top_logprobs : -1;
   sr.prompt_logprobs_from = r.logprob_start_len.value_or(-1);
-  sr.reuse = r.reuse;
   sr.cache_namespace = r.cache_namespace;
-  sr.block_strategy = r.block_strategy;
-  sr.kv_budget_tokens = r.kv_budget_tokens;
-  sr.evict_positions = r.evict_positions;
-  sr.blend = r.blend;
+  sr.overrides = r.overrides;
   sr.sampler = r.sampler;
   const bool on_ready_set = static_cast<bool>(on_ready);
   auto stream = ctx.engine.open_stream(std::move(sr), std::move(on_ready));

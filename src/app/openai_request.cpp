@@ -204,15 +204,15 @@ Check read_common(const json& body, const RequestDefaults& d, GenerationRequest&
   if (std::any_of(r.session_id.begin(), r.session_id.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
     return invalid_field_error("session_id", "'session_id' may not contain control characters");
   if (auto e = read_string(body, "cache_salt", 256, r.cache_salt)) return e;
-  if (auto e = read_reuse(body, r.reuse)) return e;
-  if (auto e = read_blend_ratio(body, r.blend)) return e;
-  if (auto e = read_block_strategy(body, r.block_strategy)) return e;
+  if (auto e = read_reuse(body, r.overrides.reuse)) return e;
+  if (auto e = read_blend_ratio(body, r.overrides.blend)) return e;
+  if (auto e = read_block_strategy(body, r.overrides.block_strategy)) return e;
   if (field(body, "kv_budget_tokens")) {
     int budget = 0;
     if (auto e = read_int(body, "kv_budget_tokens", 0, 1 << 24, budget)) return e;
-    r.kv_budget_tokens = budget;
+    r.overrides.kv_budget_tokens = budget;
   }
-  if (auto e = read_evict_positions(body, r.evict_positions)) return e;
+  if (auto e = read_evict_positions(body, r.overrides.evict_positions)) return e;
   if (auto e = read_bool(body, "return_tokens_as_token_ids", r.return_tokens_as_token_ids)) return e;
   if (auto e = read_bool(body, "ignore_eos", r.ignore_eos)) return e;
   return std::nullopt;

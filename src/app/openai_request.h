@@ -14,8 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/api_error.h"
-#include "cache/reuse_plan.h"
-#include "engine/kv_budget.h"
+#include "engine/request_overrides.h"
 #include "model/chat_template.h"
 #include "model/sampler.h"
 
@@ -54,11 +53,11 @@ struct GenerationRequest {
   // namespace it makes (with the API key's, if any) is set by the server.
   std::string cache_salt;
   uint64_t cache_namespace = 0;
-  std::optional<ReuseMode> reuse;     // extension: overrides the server's --reuse for this request
-  std::optional<BlendChoice> blend;   // extension "blend_ratio": overrides --blend-ratio
-  std::optional<BlockStrategy> block_strategy;  // extension: overrides --block-strategy
-  std::optional<int> kv_budget_tokens;  // extension: overrides --kv-budget-tokens (0: none)
-  std::optional<EvictPositions> evict_positions;  // extension: overrides --evict-positions
+  // Extensions overriding the server's flags for this request: "reuse"
+  // (--reuse), "blend_ratio" (--blend-ratio), "block_strategy"
+  // (--block-strategy), "kv_budget_tokens" (--kv-budget-tokens, 0: none)
+  // and "evict_positions" (--evict-positions). Handed to the engine as they are.
+  RequestOverrides overrides;
   bool return_tokens_as_token_ids = false;  // logprobs name tokens "token_id:N", not by text
   // Extension (llama.cpp's name): generate past end-of-generation tokens, so
   // that a benchmark gets exactly max_tokens from every request.

@@ -14,7 +14,7 @@
 #include "cache/reuse_map.h"
 #include "cache/reuse_plan.h"
 #include "engine/end_cause.h"
-#include "engine/kv_budget.h"
+#include "engine/request_overrides.h"
 #include "engine/stop_reason.h"
 #include "model/sampler.h"
 
@@ -22,8 +22,8 @@ namespace clm {
 
 using RequestId = uint64_t;
 
-// What one request asks for besides its prompt; each std::optional overrides
-// the server's default (SchedulerOptions) for this request alone. The CLI
+// What one request asks for besides its prompt; `overrides` replaces the
+// server's defaults (SchedulerOptions) for this request alone. The CLI
 // (Engine::generate), the server and the Python module fill this one struct.
 struct RequestOptions {
   int max_tokens = 128;
@@ -31,12 +31,10 @@ struct RequestOptions {
   bool stop_at_end_of_generation = true;
   SamplerParams sampler;
   uint64_t cache_namespace = 0;  // requests in different namespaces share no blocks
-  // Overrides SchedulerOptions::reuse.mode for this request.
-  std::optional<ReuseMode> reuse;
-  // Overrides SchedulerOptions::reuse's blend share and adaptive choice.
-  std::optional<BlendChoice> blend;
-  // Overrides SchedulerOptions::reuse.block_strategy for this request.
-  std::optional<BlockStrategy> block_strategy;
+  // Reuse mode, blend share, block strategy, KV budget and eviction
+  // positions, where this request differs from the defaults; read through
+  // resolve_request_settings (engine/request_settings.h).
+  RequestOverrides overrides;
   // -1: none. K >= 0: for every prompt position i >= 1 whose predecessor's
   // row is computed, the log-probability of prompt[i] and the K most likely
   // tokens there (RequestSummary::prompt_logprobs).
@@ -45,10 +43,6 @@ struct RequestOptions {
   // scored, whatever the cache holds: the rows from K - 1 on are computed,
   // never reused (reuse applies before them as usual). -1: no such promise.
   int prompt_logprobs_from = -1;
-  // Overrides SchedulerOptions::kv_budget_tokens for this request (0: none).
-  std::optional<int> kv_budget_tokens;
-  // Overrides SchedulerOptions::evict_positions for this request.
-  std::optional<EvictPositions> evict_positions;
   // Debugging and tests: each TokenEvent carries the full row of logits the
   // token was sampled from (before penalties). Costs a copy of n_vocab floats.
   bool record_logits = false;

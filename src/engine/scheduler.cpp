@@ -50,13 +50,16 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
       return fail(ErrorKind::InvalidRequest, "prompt token " + std::to_string(t) + " at index " + std::to_string(i) +
                   " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
   }
-  const int kv_budget = request.kv_budget_tokens.value_or(options_.kv_budget_tokens);
+  ResolvedRequestSettings settings = resolve_request_settings(options_, request.overrides);
+  const int kv_budget = settings.kv_budget_tokens;
   if (kv_budget < 0) return fail(ErrorKind::InvalidRequest, "kv budget must not be negative");
   if (kv_budget == 0 && n > static_cast<std::size_t>(options_.n_ctx))
     return fail(ErrorKind::ContextExceeded, "prompt has " + std::to_string(n) + " tokens, more than the context size " +
                 std::to_string(options_.n_ctx));
   if (request.max_tokens < 0) return fail(ErrorKind::InvalidRequest, "max_tokens must not be negative");
-  if (request.blend && !(request.blend->ratio >= 0.0f && request.blend->ratio <= 1.0f))
+  // Only an override is checked here: the defaults are checked once, with
+  // the engine's options (check_engine_options).
+  if (const auto& blend = request.overrides.blend; blend && !(blend->ratio >= 0.0f && blend->ratio <= 1.0f))
     return fail(ErrorKind::InvalidRequest, "blend ratio must be in [0, 1]");
   if (request.top_logprobs < 0 || request.top_logprobs > n_vocab)
     return fail(ErrorKind::InvalidRequest, "top_logprobs must be in 0.." + std::to_string(n_vocab));
@@ -68,6 +71,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
                 std::to_string(cache_.pool().n_blocks()) + ")");
 
   auto seq = std::make_unique<Sequence>(0, std::move(request), std::move(on_token), std::move(on_done), block_size);
+  seq->settings = std::move(settings);
   seq->max_new = std::min(seq->request.max_tokens, options_.n_ctx - seq->n_prompt);
   if (kv_budget > 0) {
     seq->unbounded = true;
@@ -75,7 +79,7 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
     // Statistics and a policy only for a sequence that can outgrow its budget.
     if (static_cast<int64_t>(seq->n_prompt) + seq->max_new > kv_budget) {
       auto budget = KvBudget::create(kv_budget, options_.evict, block_size,
-                                     seq->request.evict_positions.value_or(options_.evict_positions));
+                                     seq->settings.evict_positions);
       if (!budget) return fail(ErrorKind::InvalidRequest, budget.error().message);
       seq->budget = std::move(*budget);
     }
@@ -87,13 +91,13 @@ Result<RequestId> Scheduler::submit(Request request, TokenCallback on_token, Don
   // Typed here, on the caller's thread, not at admission on the stepping
   // one. Every prompt that may be cached is typed, whatever its own mode:
   // its blocks may be a later request's span sources.
-  if (seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+  if (seq->settings.reuse.mode != ReuseMode::Off)
     seq->labels = deps_.typer->label(model_.tokenizer(), seq->request.prompt);
   seq->submitted = Clock::now();
   // Tier I/O happens here, on the caller's thread and before the request is
   // queued, never on the scheduler's thread or under its lock; the K/V lands
   // in pool blocks the stepping thread reserved for it.
-  if (deps_.tiers && seq->request.reuse.value_or(options_.reuse.mode) != ReuseMode::Off)
+  if (deps_.tiers && seq->settings.reuse.mode != ReuseMode::Off)
     seq->promoted = fetch_promoted(seq->request);
   RequestId id = 0;
   {

@@ -37,12 +37,10 @@ void Scheduler::admit() {
   while (!queue_.empty() && running_.size() < static_cast<std::size_t>(options_.max_running)) {
     Sequence& s = *queue_.front();
     const std::span<const int32_t> prompt = s.request.prompt;
-    ReuseOptions reuse = options_.reuse;
-    if (s.request.reuse) reuse.mode = *s.request.reuse;
+    ReuseOptions reuse = s.settings.reuse;
     // A sequence that forgets keeps slot i at prompt position i until its
     // first hole, so it takes an exact prefix at most.
     if (s.budget && reuse.mode != ReuseMode::Off) reuse.mode = ReuseMode::Prefix;
-    if (s.request.block_strategy) reuse.block_strategy = *s.request.block_strategy;
     reuse.reuse_before = s.request.reuse_before();
     ReusePlan plan = cache_.plan(prompt, s.request.cache_namespace, reuse, s.labels);
     // Planned and applied back to back on this thread, so no source can be
@@ -89,9 +87,8 @@ void Scheduler::admit() {
         const auto region = static_cast<std::size_t>(s.probe_region.end - s.probe_region.begin);
         s.deviation.assign(region, 0.0f);
         s.probe_residual.assign(region * static_cast<std::size_t>(model_.config().n_embd), 0.0f);
-        const BlendChoice blend = s.request.blend.value_or(BlendChoice{reuse.blend_ratio, reuse.blend_adaptive});
-        s.blend_ratio = blend.ratio;
-        s.blend_adaptive = blend.adaptive;
+        s.blend_ratio = reuse.blend_ratio;
+        s.blend_adaptive = reuse.blend_adaptive;
         s.kv.final_limit = s.final_limit();
       }
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/kv_budget.h"
+#include "engine/request_settings.h"
 #include "engine/scheduler.h"
 
 namespace clm {
@@ -26,6 +27,9 @@ struct Scheduler::Sequence {
 
   RequestId id;
   Request request;
+  // The request's overrides applied to the scheduler's defaults, once, at
+  // submit: admission and the budget read these, never the raw overrides.
+  ResolvedRequestSettings settings;
   TokenCallback on_token;
   DoneCallback on_done;
   CachedSequence kv;

@@ -129,13 +129,14 @@ TEST(OpenAiRequest, WrongTypesAre400WithParam) {
 }
 
 TEST(OpenAiRequest, EvictPositionsIsKeepOrCompact) {
-  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->evict_positions);
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->overrides.evict_positions);
   json body = chat_body();
   body["evict_positions"] = "compact";
-  EXPECT_EQ(parse_chat_request(body, defaults())->evict_positions, EvictPositions::Compact);
+  EXPECT_EQ(parse_chat_request(body, defaults())->overrides.evict_positions, EvictPositions::Compact);
   body["evict_positions"] = "keep";
-  EXPECT_EQ(parse_completion_request(json{{"prompt", "hi"}, {"evict_positions", "keep"}}, defaults())->evict_positions,
-            EvictPositions::Keep);
+  EXPECT_EQ(
+      parse_completion_request(json{{"prompt", "hi"}, {"evict_positions", "keep"}}, defaults())->overrides.evict_positions,
+      EvictPositions::Keep);
   for (const json& bad : {json("squeeze"), json(1), json(true)}) {
     body["evict_positions"] = bad;
     const ApiError e = chat_error(body);
@@ -298,15 +299,15 @@ TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
     chat["reuse"] = text;
     auto c = parse_chat_request(chat, defaults());
     ASSERT_TRUE(c) << text;
-    EXPECT_EQ(c->reuse, mode);
+    EXPECT_EQ(c->overrides.reuse, mode);
     auto p = parse_completion_request({{"prompt", "x"}, {"reuse", text}}, defaults());
     ASSERT_TRUE(p) << text;
-    EXPECT_EQ(p->reuse, mode);
+    EXPECT_EQ(p->overrides.reuse, mode);
   }
-  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->reuse.has_value());
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->overrides.reuse.has_value());
   json null_reuse = chat_body();
   null_reuse["reuse"] = nullptr;
-  EXPECT_FALSE(parse_chat_request(null_reuse, defaults())->reuse.has_value());
+  EXPECT_FALSE(parse_chat_request(null_reuse, defaults())->overrides.reuse.has_value());
   for (json bad : {json("mix"), json("Prefix"), json(""), json(1), json(true), json::array({"prefix"})}) {
     json body = chat_body();
     body["reuse"] = bad;
@@ -323,17 +324,17 @@ TEST(OpenAiRequest, ReuseModeOnBothEndpoints) {
 
 TEST(OpenAiRequest, BlendRatioIsAShareOrAuto) {
   json body = chat_body();
-  EXPECT_FALSE(parse_chat_request(body, defaults())->blend.has_value());
+  EXPECT_FALSE(parse_chat_request(body, defaults())->overrides.blend.has_value());
   body["blend_ratio"] = 0.3;
   auto r = parse_chat_request(body, defaults());
   ASSERT_TRUE(r);
-  ASSERT_TRUE(r->blend.has_value());
-  EXPECT_FLOAT_EQ(r->blend->ratio, 0.3f);
-  EXPECT_FALSE(r->blend->adaptive);
+  ASSERT_TRUE(r->overrides.blend.has_value());
+  EXPECT_FLOAT_EQ(r->overrides.blend->ratio, 0.3f);
+  EXPECT_FALSE(r->overrides.blend->adaptive);
   auto a = parse_completion_request({{"prompt", "x"}, {"blend_ratio", "auto"}}, defaults());
   ASSERT_TRUE(a);
-  ASSERT_TRUE(a->blend.has_value());
-  EXPECT_TRUE(a->blend->adaptive);
+  ASSERT_TRUE(a->overrides.blend.has_value());
+  EXPECT_TRUE(a->overrides.blend->adaptive);
   for (json bad : {json(1.5), json(-0.1), json("half"), json(true), json::array({0.2})}) {
     const ApiError e = completion_error({{"prompt", "x"}, {"blend_ratio", bad}});
     EXPECT_EQ(e.status, 400) << bad.dump();
@@ -342,7 +343,7 @@ TEST(OpenAiRequest, BlendRatioIsAShareOrAuto) {
 }
 
 TEST(OpenAiRequest, BlockStrategyOnBothEndpoints) {
-  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->block_strategy.has_value());
+  EXPECT_FALSE(parse_chat_request(chat_body(), defaults())->overrides.block_strategy.has_value());
   for (const auto& [text, strategy] :
        {std::pair{"token", BlockStrategy::Token}, std::pair{"semantic", BlockStrategy::Semantic},
         std::pair{"session", BlockStrategy::Session}}) {
@@ -350,10 +351,10 @@ TEST(OpenAiRequest, BlockStrategyOnBothEndpoints) {
     chat["block_strategy"] = text;
     auto c = parse_chat_request(chat, defaults());
     ASSERT_TRUE(c) << text;
-    EXPECT_EQ(c->block_strategy, strategy);
+    EXPECT_EQ(c->overrides.block_strategy, strategy);
     auto p = parse_completion_request({{"prompt", "x"}, {"block_strategy", text}}, defaults());
     ASSERT_TRUE(p) << text;
-    EXPECT_EQ(p->block_strategy, strategy);
+    EXPECT_EQ(p->overrides.block_strategy, strategy);
   }
   for (json bad : {json("sentence"), json("Token"), json(""), json(2), json(false), json::array({"token"})}) {
     json body = chat_body();

@@ -63,8 +63,8 @@ RigOptions rig_options() {
 
 Request blend_request(std::vector<int32_t> prompt, int max_tokens, float ratio, ReuseMode mode = ReuseMode::Blend) {
   Request r = greedy_request(std::move(prompt), max_tokens, true);
-  r.reuse = mode;
-  r.blend = BlendChoice{ratio, false};
+  r.overrides.reuse = mode;
+  r.overrides.blend = BlendChoice{ratio, false};
   return r;
 }
 
@@ -94,7 +94,7 @@ Outcome ask(ReuseMode mode, float ratio, int max_tokens = 4, bool adaptive = fal
   run_one(rig, blend_request(warm_prompt(), 0, 0.0f, ReuseMode::Prefix));
   Outcome out;
   Request r = blend_request(asked_prompt(), max_tokens, ratio, mode);
-  r.blend->adaptive = adaptive;
+  r.overrides.blend->adaptive = adaptive;
   out.summary = run_one(rig, std::move(r), &out.events);
   expect_nothing_held(rig);
   return out;
@@ -203,7 +203,7 @@ TEST(BlendReuse, APrefixRequestAfterABlendedOneIsBitwiseAColdRun) {
   const RequestSummary ws = run_one(rig, probe, &warm);
   EXPECT_EQ(ws.reuse.shift, 0);
   Rig cold_rig(real(), rig_options());
-  probe.reuse = ReuseMode::Off;
+  probe.overrides.reuse = ReuseMode::Off;
   run_one(cold_rig, probe, &cold);
   ASSERT_EQ(warm.size(), cold.size());
   for (std::size_t i = 0; i < warm.size(); ++i)

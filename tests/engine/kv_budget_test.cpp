@@ -206,7 +206,7 @@ TEST(KvBudget, RefusesABudgetTooSmallForThePolicy) {
   ASSERT_FALSE(id);
   EXPECT_NE(id.error().message.find("below the least the eviction policy needs"), std::string::npos);
   Request negative = greedy_request(prompt_of(20, 6, real_model().config().n_vocab), 10);
-  negative.kv_budget_tokens = -1;
+  negative.overrides.kv_budget_tokens = -1;
   EXPECT_FALSE(rig.scheduler->submit(negative, {}, {}));
   EXPECT_EQ(KvBudget::minimum_tokens(EvictOptions{}, kBlock), 6 * kBlock);
 }

@@ -182,7 +182,7 @@ Model& real() { return test::real_model(); }
 
 Request reuse_request(std::vector<int32_t> prompt, int max_tokens, ReuseMode mode) {
   Request r = greedy_request(std::move(prompt), max_tokens, true);
-  r.reuse = mode;
+  r.overrides.reuse = mode;
   return r;
 }
 
@@ -243,7 +243,7 @@ TEST(ShiftReuse, APrefixRequestAfterShiftedOnesIsBitwiseAColdRun) {
   EXPECT_GT(ws.reuse.prefix, 0) << "its own exact prefix is cached";
   EXPECT_EQ(ws.reuse.shift, 0);
   Rig cold_rig(real(), real_rig());
-  probe.reuse = ReuseMode::Off;
+  probe.overrides.reuse = ReuseMode::Off;
   const RequestSummary cs = run_one(cold_rig, probe, &cold);
   ASSERT_EQ(warm.size(), cold.size());
   for (std::size_t i = 0; i < warm.size(); ++i) {
