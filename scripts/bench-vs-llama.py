@@ -19,7 +19,13 @@ against `llama-bench -mmp 0`, `mmap` (`clmcache bench model --mmap`) against
   scripts/bench-vs-llama.py --clmcache build/clmcache \
       [--llama-bench PATH/TO/llama.cpp/build/bin/llama-bench] \
       [--models-dir DIR] [--presets 110m,1b] [--types f16,q8_0,q4_k] \
-      [--weights copy,mmap] [-t 2] [-p 512] [-n 128] [--rounds 3] [--json-out results.json]
+      [--weights copy,mmap] [-t 2] [-p 512] [-n 128] [--rounds 3] [--json-out results.json] \
+      [--kernels avx2]
+
+--kernels PATH runs clmcache's bench model and peak on that kernel path
+(`clmcache --kernels`), e.g. the AVX2 path on an AVX-512 machine beside a
+llama.cpp built for AVX2 only (-DGGML_NATIVE=OFF -DGGML_AVX512=OFF); the fma
+peak is then the path's own (ymm on avx2).
 """
 import argparse
 import json
@@ -37,7 +43,8 @@ def run_json(cmd):
 
 def clm_once(args, model, weights):
     j = run_json([args.clmcache, "bench", "model", "-m", model, "-p", str(args.p), "-n", str(args.n),
-                  "-t", str(args.t), "-r", "1", "-o", "json"] + (["--mmap"] if weights == "mmap" else []))
+                  "-t", str(args.t), "-r", "1", "-o", "json", "--kernels", args.kernels]
+                 + (["--mmap"] if weights == "mmap" else []))
     return j["pp"]["tokens_per_second"]["median"], j["tg"]["tokens_per_second"]["median"]
 
 
@@ -85,6 +92,7 @@ def main():
     ap.add_argument("-n", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json-out", default=None)
+    ap.add_argument("--kernels", default="auto")
     args = ap.parse_args()
     modes = args.weights.split(",")
     if not modes or any(m not in ("copy", "mmap") for m in modes):
@@ -92,11 +100,13 @@ def main():
 
     os.makedirs(args.models_dir, exist_ok=True)
     def bandwidth():
-        return run_json([args.clmcache, "bench", "memory", "-t", str(args.t)])["read_gb_per_s"]["median"]
+        return run_json([args.clmcache, "bench", "memory", "-t", str(args.t), "--kernels", args.kernels])[
+            "read_gb_per_s"]["median"]
 
     def fma_peak():
         path = os.path.join(args.models_dir, ".bench-peak.json")
-        subprocess.run([args.clmcache, "bench", "peak", "-t", str(args.t), "--ms", "200", "--json", path],
+        subprocess.run([args.clmcache, "bench", "peak", "-t", str(args.t), "--ms", "200", "--json", path,
+                        "--kernels", args.kernels],
                        check=True, capture_output=True)
         with open(path) as f:
             j = json.load(f)
